@@ -1,0 +1,50 @@
+// Environment templates: "{gpus}"-style placeholders filled per task by the planner.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gpubind/result.h"
+
+namespace gpubind {
+
+// Every placeholder a template may use. Documented in docs/policy.md.
+enum class Placeholder {
+  kGpus,        // the task's GPU visibility tokens, "0,1" or tiles "0.1"
+  kGpuPci,      // PCI bus ids of the task's GPUs
+  kNgpus,       // number of GPU tokens
+  kNic,         // NIC name (first pattern match), e.g. hsn0 or mlx5_0
+  kNicNetdev,   // network interface of the NIC, e.g. hsn0 / ib0
+  kNicRdma,     // RDMA device of the NIC, e.g. cxi0 / mlx5_0
+  kNicIndex,    // the NIC's ordinal (N of cxiN / mlx5_N)
+  kNicMapping,  // Cray MPICH mapping of NIC ordinals to local ranks, "0:0-1;1:2-3"
+  kCpus,        // CPU list, "49-55"
+  kCpuMask,     // CPU hex mask, "0xfe000000000000"
+  kNcpus,       // number of CPUs (hardware threads)
+  kNcores,      // number of cores
+  kNuma,        // NUMA node of most of the task's CPUs
+  kL3,          // L3 index of most of the task's CPUs
+  kLocalRank,   // node-local rank
+  kNtasks,      // tasks of the step on this node
+  kCount
+};
+
+inline constexpr std::array<const char*, static_cast<size_t>(Placeholder::kCount)>
+    kPlaceholderNames = {"gpus",    "gpu_pci",  "ngpus", "nic",    "nic_netdev", "nic_rdma",
+                         "nic_index", "nic_mapping", "cpus", "cpu_mask", "ncpus", "ncores",
+                         "numa",    "l3",       "local_rank", "ntasks"};
+
+// Values of every placeholder for one task.
+using PlaceholderValues = std::array<std::string, static_cast<size_t>(Placeholder::kCount)>;
+
+// Checks braces and placeholder names; the error names the template and the fault.
+Status validate_template(std::string_view value);
+
+// Fills a template. nullopt when it uses a placeholder that is empty for this task (the variable
+// is then not set). Templates are validated at policy load, so unknown names render as empty.
+std::optional<std::string> render_template(std::string_view value,
+                                           const PlaceholderValues& values);
+
+}  // namespace gpubind

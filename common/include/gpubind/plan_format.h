@@ -1,0 +1,19 @@
+// Human and JSON renderings of topologies and plans, shared by gpubindctl and the daemon.
+#pragma once
+
+#include <string>
+
+#include "gpubind/planner.h"
+#include "gpubind/topology.h"
+
+namespace gpubind {
+
+std::string plan_to_json(const Topology& topology, const Plan& plan);
+std::string plan_to_table(const Topology& topology, const Plan& plan);
+std::string topology_to_json(const Topology& topology);
+std::string topology_to_text(const Topology& topology);
+
+// "L3 6", "NUMA 1", "package 0", "machine".
+std::string describe_locality(const Locality& locality);
+
+}  // namespace gpubind

@@ -1,0 +1,76 @@
+// The binding planner: a pure function from (topology, policy, step shape) to one plan per local
+// task. No I/O, no Slurm, no gRPC; deterministic for equal inputs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubind/cpuset.h"
+#include "gpubind/policy.h"
+#include "gpubind/result.h"
+#include "gpubind/topology.h"
+
+namespace gpubind {
+
+// One GPU allocated to the step, in the step's order.
+struct StepGpu {
+  int gpu = 0;        // index into Topology::gpus
+  std::string token;  // how the step names it in its visibility env ("0", "3", "GPU-uuid"...)
+};
+
+struct PlanRequest {
+  int ntasks = 1;
+  std::optional<CpuSet> allowed_cpus;    // the step's CPUs; nullopt = the whole node
+  std::optional<std::vector<StepGpu>> gpus;  // nullopt = every GPU of the node, tokens "0".."G-1"
+  int cpus_per_task = 0;                 // logical CPUs per task; 0 = an even share
+  int gpus_per_task = 0;                 // 0 = derived from tasks and GPUs
+  int tasks_per_gpu = 0;                 // 0 = derived
+  std::optional<Order> order;            // nullopt = the policy's order
+  std::optional<int> smt;                // nullopt = the policy's smt
+  bool gpu_env = true;                   // render the GPU visibility group
+  bool nic_env = true;                   // render the NIC group
+  std::optional<bool> omp_places;        // nullopt = the policy's omp_places
+};
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+  bool only_if_unset = false;
+};
+
+struct TaskGpu {
+  int step_index = 0;  // position in the step's GPU list
+  int gpu = 0;         // index into Topology::gpus
+  int tile = -1;       // sub-device, or -1 for the whole GPU
+  std::string token;   // what goes into the visibility env: "3" or "3.1"
+};
+
+struct TaskPlan {
+  int rank = 0;  // node-local rank
+  CpuSet cpus;
+  int ncores = 0;
+  std::vector<TaskGpu> gpus;
+  int nic = -1;   // index into Topology::nics, -1 = none
+  int numa = -1;  // NUMA node holding most of the task's CPUs
+  int l3 = -1;    // L3 holding most of the task's CPUs
+  std::vector<EnvVar> env;
+};
+
+struct Plan {
+  std::vector<TaskPlan> tasks;
+  std::vector<std::string> warnings;
+};
+
+// Hard limit on tasks per node and request: far above any node, bounds the work per request.
+inline constexpr int kMaxTasks = 4096;
+
+// Fails (with a message naming the fault) on bad requests: no tasks, unknown or repeated GPUs,
+// no usable CPUs. Everything else plans, with warnings for what it had to give up.
+Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
+                       const PlanRequest& request);
+
+// The CPUs the policy keeps from tasks on this topology.
+CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy);
+
+}  // namespace gpubind

@@ -1,0 +1,43 @@
+// Errors as values at module boundaries: a Result<T> holds either a T or an Error message.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace gpubind {
+
+struct Error {
+  std::string message;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(state_); }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<T>(state_); }
+  const T& value() const& { return std::get<T>(state_); }
+  T&& value() && { return std::get<T>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  const Error& error() const { return std::get<Error>(state_); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+// For operations that return nothing on success.
+struct Ok {};
+using Status = Result<Ok>;
+
+inline Error make_error(std::string message) { return Error{std::move(message)}; }
+
+}  // namespace gpubind

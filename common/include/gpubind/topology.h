@@ -1,0 +1,84 @@
+// The node as the planner sees it: cores with their L3/NUMA/package, GPUs and NICs with their
+// CPU-side locality. Plain data, filled by the hwloc loader (topology_hwloc.h) or by tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpubind/cpuset.h"
+
+namespace gpubind {
+
+enum class Vendor { kUnknown, kNvidia, kAmd, kIntel };
+const char* vendor_name(Vendor vendor);  // "nvidia", "amd", "intel", "unknown"
+
+enum class NicKind { kSlingshot, kInfiniband, kEthernet };
+const char* nic_kind_name(NicKind kind);  // "slingshot", "infiniband", "ethernet"
+
+// The smallest CPU-side domain that contains a device.
+enum class LocalityKind { kL3, kNuma, kPackage, kMachine };
+const char* locality_kind_name(LocalityKind kind);  // "L3", "NUMA", "package", "machine"
+
+struct Locality {
+  LocalityKind kind = LocalityKind::kMachine;
+  CpuSet cpus;       // every PU of the domain
+  int l3 = -1;       // L3 index when the domain lies within one L3, else -1
+  int numa = -1;     // NUMA index when the domain lies within one NUMA node, else -1
+  int package = -1;  // package index when the domain lies within one package, else -1
+  // Devices behind the same PCI switch (first bridge below the host bridge) share this id.
+  int pci_switch = -1;
+};
+
+struct Core {
+  int index = 0;         // logical index, in topology order
+  std::vector<int> pus;  // OS indices of its hardware threads, first thread first
+  int l3 = -1;           // L3 index, or -1 if the core has no L3
+  int numa = 0;
+  int package = 0;
+};
+
+struct Gpu {
+  int index = 0;            // GPU number on the node (PCI bus order unless the policy reorders)
+  std::string pci_bus_id;   // "0000:c1:00.0"; empty if hwloc gave none
+  Vendor vendor = Vendor::kUnknown;
+  std::string model;
+  std::string os_name;      // "rsmi0", "ze2", "cuda1", ... or empty when found by PCI class
+  int partition = 0;        // index among the logical GPUs of one physical device (MI300A TPX)
+  int partitions = 1;       // logical GPUs sharing the physical device
+  int tiles = 0;            // sub-devices addressable as "g.t" (Intel PVC tiles), 0 if none
+  Locality locality;
+};
+
+struct Nic {
+  int index = 0;
+  std::string name;        // the name that matched the policy's patterns first
+  std::string netdev;      // network interface ("hsn0", "ib0"), may be empty
+  std::string rdma;        // RDMA device ("cxi0", "mlx5_0"), may be empty
+  std::string pci_bus_id;
+  NicKind kind = NicKind::kEthernet;
+  Locality locality;
+};
+
+struct Topology {
+  std::string source;    // "live" or the XML path
+  std::string hostname;
+  std::vector<Core> cores;  // topology order: package, NUMA, L3, core
+  int l3_count = 0;
+  int numa_count = 0;
+  int package_count = 0;
+  std::vector<Gpu> gpus;
+  std::vector<Nic> nics;
+
+  CpuSet all_pus() const;
+  CpuSet l3_pus(int l3) const;
+  CpuSet numa_pus(int numa) const;
+};
+
+// Renumbers GPUs per a policy's gpu_order: each entry is a PCI bus id or an index in the current
+// order; entry i becomes GPU i. Must name every GPU exactly once.
+Status apply_gpu_order(Topology& topology, const std::vector<std::string>& order);
+
+// The NIC's ordinal as its stack counts it: the number in cxiN / mlx5_N / hsnN, else its index.
+int nic_ordinal(const Nic& nic);
+
+}  // namespace gpubind

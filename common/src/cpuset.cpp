@@ -1,0 +1,253 @@
+#include "gpubind/cpuset.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace gpubind {
+namespace {
+
+Result<int> parse_cpu_number(std::string_view token, std::string_view whole) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
+    return make_error("invalid cpu list '" + std::string(whole) + "': '" + std::string(token) +
+                      "' is not a CPU number");
+  }
+  if (value < 0 || value > CpuSet::kMaxCpu) {
+    return make_error("invalid cpu list '" + std::string(whole) + "': CPU " +
+                      std::string(token) + " is out of range (0-" +
+                      std::to_string(CpuSet::kMaxCpu) + ")");
+  }
+  return value;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string_view strip(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+CpuSet CpuSet::of(std::initializer_list<int> cpus) {
+  CpuSet set;
+  for (int cpu : cpus) set.set(cpu);
+  return set;
+}
+
+CpuSet CpuSet::range(int first, int last) {
+  CpuSet set;
+  for (int cpu = first; cpu <= last; ++cpu) set.set(cpu);
+  return set;
+}
+
+Result<CpuSet> CpuSet::parse_list(std::string_view text) {
+  const std::string_view whole = strip(text);
+  CpuSet set;
+  std::string_view rest = whole;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = strip(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) {
+      return make_error("invalid cpu list '" + std::string(whole) + "': empty item");
+    }
+    const size_t dash = item.find('-');
+    auto first = parse_cpu_number(item.substr(0, dash), whole);
+    if (!first) return first.error();
+    int last = *first;
+    if (dash != std::string_view::npos) {
+      auto parsed_last = parse_cpu_number(item.substr(dash + 1), whole);
+      if (!parsed_last) return parsed_last.error();
+      last = *parsed_last;
+      if (last < *first) {
+        return make_error("invalid cpu list '" + std::string(whole) + "': range '" +
+                          std::string(item) + "' runs backwards");
+      }
+    }
+    for (int cpu = *first; cpu <= last; ++cpu) set.set(cpu);
+  }
+  return set;
+}
+
+Result<CpuSet> CpuSet::parse_mask(std::string_view text) {
+  std::string_view digits = strip(text);
+  const std::string whole(digits);
+  if (digits.size() >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+  }
+  // Linux writes masks as comma-separated 32-bit groups; every group but the first is full.
+  std::string hex;
+  size_t group_start = 0;
+  for (size_t i = 0; i <= digits.size(); ++i) {
+    if (i == digits.size() || digits[i] == ',') {
+      const size_t group_len = i - group_start;
+      if (group_len == 0 || (group_start > 0 && group_len != 8)) {
+        return make_error("invalid cpu mask '" + whole +
+                          "': comma-separated groups must be 8 hex digits");
+      }
+      hex.append(digits.substr(group_start, group_len));
+      group_start = i + 1;
+    }
+  }
+  if (hex.empty()) return make_error("invalid cpu mask '" + whole + "': no hex digits");
+  CpuSet set;
+  int cpu = 0;
+  for (auto it = hex.rbegin(); it != hex.rend(); ++it, cpu += 4) {
+    const int nibble = hex_digit(*it);
+    if (nibble < 0) {
+      return make_error("invalid cpu mask '" + whole + "': '" + std::string(1, *it) +
+                        "' is not a hex digit");
+    }
+    if (nibble != 0 && cpu + 3 > kMaxCpu) {
+      return make_error("invalid cpu mask '" + whole + "': CPUs beyond " +
+                        std::to_string(kMaxCpu));
+    }
+    for (int bit = 0; bit < 4; ++bit) {
+      if (nibble & (1 << bit)) set.set(cpu + bit);
+    }
+  }
+  return set;
+}
+
+void CpuSet::set(int cpu) {
+  const size_t word = static_cast<size_t>(cpu) / 64;
+  if (word >= words_.size()) words_.resize(word + 1, 0);
+  words_[word] |= uint64_t{1} << (cpu % 64);
+}
+
+void CpuSet::reset(int cpu) {
+  const size_t word = static_cast<size_t>(cpu) / 64;
+  if (word >= words_.size()) return;
+  words_[word] &= ~(uint64_t{1} << (cpu % 64));
+  trim();
+}
+
+bool CpuSet::test(int cpu) const {
+  if (cpu < 0) return false;
+  const size_t word = static_cast<size_t>(cpu) / 64;
+  return word < words_.size() && (words_[word] >> (cpu % 64)) & 1;
+}
+
+bool CpuSet::empty() const { return words_.empty(); }
+
+int CpuSet::count() const {
+  int total = 0;
+  for (uint64_t w : words_) total += __builtin_popcountll(w);
+  return total;
+}
+
+int CpuSet::first() const {
+  for (size_t w = 0; w < words_.size(); ++w) {
+    if (words_[w]) return static_cast<int>(w * 64 + __builtin_ctzll(words_[w]));
+  }
+  return -1;
+}
+
+int CpuSet::last() const {
+  if (words_.empty()) return -1;
+  const size_t w = words_.size() - 1;
+  return static_cast<int>(w * 64 + 63 - __builtin_clzll(words_[w]));
+}
+
+std::vector<int> CpuSet::to_vector() const {
+  std::vector<int> cpus;
+  cpus.reserve(count());
+  for_each([&](int cpu) { cpus.push_back(cpu); });
+  return cpus;
+}
+
+CpuSet CpuSet::operator|(const CpuSet& other) const {
+  CpuSet result = *this;
+  result |= other;
+  return result;
+}
+
+CpuSet& CpuSet::operator|=(const CpuSet& other) {
+  if (other.words_.size() > words_.size()) words_.resize(other.words_.size(), 0);
+  for (size_t w = 0; w < other.words_.size(); ++w) words_[w] |= other.words_[w];
+  return *this;
+}
+
+CpuSet CpuSet::operator&(const CpuSet& other) const {
+  CpuSet result;
+  result.words_.resize(std::min(words_.size(), other.words_.size()));
+  for (size_t w = 0; w < result.words_.size(); ++w) result.words_[w] = words_[w] & other.words_[w];
+  result.trim();
+  return result;
+}
+
+CpuSet CpuSet::minus(const CpuSet& other) const {
+  CpuSet result = *this;
+  for (size_t w = 0; w < std::min(words_.size(), other.words_.size()); ++w) {
+    result.words_[w] &= ~other.words_[w];
+  }
+  result.trim();
+  return result;
+}
+
+bool CpuSet::intersects(const CpuSet& other) const {
+  for (size_t w = 0; w < std::min(words_.size(), other.words_.size()); ++w) {
+    if (words_[w] & other.words_[w]) return true;
+  }
+  return false;
+}
+
+bool CpuSet::is_subset_of(const CpuSet& other) const {
+  for (size_t w = 0; w < words_.size(); ++w) {
+    const uint64_t theirs = w < other.words_.size() ? other.words_[w] : 0;
+    if (words_[w] & ~theirs) return false;
+  }
+  return true;
+}
+
+bool CpuSet::operator==(const CpuSet& other) const { return words_ == other.words_; }
+
+void CpuSet::trim() {
+  while (!words_.empty() && words_.back() == 0) words_.pop_back();
+}
+
+std::string CpuSet::to_list() const { return format_int_list(to_vector()); }
+
+std::string CpuSet::to_mask() const {
+  if (words_.empty()) return "0x0";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  bool leading = true;
+  for (size_t w = words_.size(); w-- > 0;) {
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      const int nibble = static_cast<int>((words_[w] >> shift) & 0xf);
+      if (leading && nibble == 0) continue;
+      leading = false;
+      hex.push_back(kDigits[nibble]);
+    }
+  }
+  return "0x" + hex;
+}
+
+std::string format_int_list(const std::vector<int>& unsorted) {
+  std::vector<int> values = unsorted;
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::string text;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
+    if (!text.empty()) text.push_back(',');
+    text += std::to_string(values[i]);
+    if (j > i) text += "-" + std::to_string(values[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+}  // namespace gpubind

@@ -1,0 +1,59 @@
+#include "gpubind/env.h"
+
+namespace gpubind {
+namespace {
+
+int placeholder_index(std::string_view name) {
+  for (size_t i = 0; i < kPlaceholderNames.size(); ++i) {
+    if (name == kPlaceholderNames[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status validate_template(std::string_view value) {
+  size_t pos = 0;
+  while ((pos = value.find_first_of("{}", pos)) != std::string_view::npos) {
+    if (value[pos] == '}') {
+      return make_error("template '" + std::string(value) + "': '}' without '{'");
+    }
+    const size_t close = value.find('}', pos);
+    if (close == std::string_view::npos) {
+      return make_error("template '" + std::string(value) + "': '{' without '}'");
+    }
+    const std::string_view name = value.substr(pos + 1, close - pos - 1);
+    if (placeholder_index(name) < 0) {
+      std::string known;
+      for (const char* n : kPlaceholderNames) known += std::string(known.empty() ? "" : ", ") + n;
+      return make_error("template '" + std::string(value) + "': unknown placeholder {" +
+                        std::string(name) + "} (known: " + known + ")");
+    }
+    pos = close + 1;
+  }
+  return Ok{};
+}
+
+std::optional<std::string> render_template(std::string_view value,
+                                           const PlaceholderValues& values) {
+  std::string out;
+  out.reserve(value.size() + 16);
+  size_t pos = 0;
+  while (pos < value.size()) {
+    const size_t open = value.find('{', pos);
+    if (open == std::string_view::npos) {
+      out.append(value.substr(pos));
+      break;
+    }
+    out.append(value.substr(pos, open - pos));
+    const size_t close = value.find('}', open);
+    if (close == std::string_view::npos) return std::nullopt;
+    const int index = placeholder_index(value.substr(open + 1, close - open - 1));
+    if (index < 0 || values[index].empty()) return std::nullopt;
+    out.append(values[index]);
+    pos = close + 1;
+  }
+  return out;
+}
+
+}  // namespace gpubind

@@ -1,0 +1,687 @@
+// The planner works in four steps:
+//   1. usable cores: the step's CPUs minus reserved ones, trimmed to `smt` threads per core;
+//   2. GPUs per task: consecutive ranks share a GPU, or a task gets GPUs that sit together;
+//   3. cores per task: tasks with the same home domain (their GPUs' L3/NUMA, or the whole node
+//      for order=cpu) split it along package > NUMA > L3 > core, so a task stays inside one L3
+//      whenever its share fits; shortfalls spill to the nearest free L3 that holds them whole;
+//   4. NIC per GPU (nearest, balanced), then the task's environment.
+#include "gpubind/planner.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "gpubind/env.h"
+
+namespace gpubind {
+namespace {
+
+struct UsableCore {
+  int core = 0;  // index into Topology::cores
+  CpuSet pus;
+  int package = 0, numa = 0, l3 = -1;
+};
+
+// Indices into the usable-core list.
+using Region = std::vector<int>;
+
+// Where a task or device sits, for distance tiers.
+struct Place {
+  int pci_switch = -1, l3 = -1, numa = -1, package = -1;
+};
+
+Place place_of(const Locality& locality) {
+  return {locality.pci_switch, locality.l3, locality.numa, locality.package};
+}
+
+Place place_of(const UsableCore& core) { return {-1, core.l3, core.numa, core.package}; }
+
+// 0 = same PCI switch, 1 = same L3, 2 = same NUMA, 3 = same package, 4 = elsewhere.
+int distance(const Place& a, const Place& b) {
+  if (a.pci_switch >= 0 && a.pci_switch == b.pci_switch) return 0;
+  if (a.l3 >= 0 && a.l3 == b.l3) return 1;
+  if (a.numa >= 0 && a.numa == b.numa) return 2;
+  if (a.package >= 0 && a.package == b.package) return 3;
+  return 4;
+}
+
+class Planner {
+ public:
+  Planner(const Topology& topology, const SitePolicy& policy, const PlanRequest& request)
+      : topo_(topology), policy_(policy), request_(request) {}
+
+  Result<Plan> run();
+
+ private:
+  Status check_request();
+  Status find_usable_cores();
+  Status resolve_step_gpus();
+  void assign_gpus_by_rank();
+  void assign_gpus_by_cores();
+  void assign_cores();
+  void assign_nics();
+  void render_env();
+
+  int cores_wanted_per_task();
+  std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
+  void give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
+                            const std::vector<int>& tasks_per_chunk);
+  void distribute(const Region& cores, int tasks, int level, std::vector<Region>& out) const;
+  void spill(int task, int wanted, const Place& anchor);
+  void share_core(int task, const Place& anchor);
+  Place task_place(int task) const;
+  int gpu_distance(int step_a, int step_b) const;
+  void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
+
+  const Topology& topo_;
+  const SitePolicy& policy_;
+  const PlanRequest& request_;
+  Order order_ = Order::kGpu;
+  int ntasks_ = 0;
+  std::vector<UsableCore> usable_;
+  std::vector<StepGpu> step_gpus_;
+  std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
+  std::vector<int> task_tiles_;              // tile per task when it holds one GPU's tile, else -1
+  std::vector<Region> task_cores_;
+  std::vector<int> core_owners_;  // tasks per usable core
+  std::vector<int> gpu_nic_;      // NIC per step GPU
+  Plan plan_;
+};
+
+Status Planner::check_request() {
+  ntasks_ = request_.ntasks;
+  if (ntasks_ < 1) return make_error("ntasks must be at least 1 (got " + std::to_string(ntasks_) + ")");
+  if (ntasks_ > kMaxTasks) {
+    return make_error("ntasks " + std::to_string(ntasks_) + " exceeds the limit of " +
+                      std::to_string(kMaxTasks) + " tasks per node");
+  }
+  for (auto [value, name] : {std::pair{request_.cpus_per_task, "cpus-per-task"},
+                             std::pair{request_.gpus_per_task, "gpus-per-task"},
+                             std::pair{request_.tasks_per_gpu, "tasks-per-gpu"}}) {
+    if (value < 0) return make_error(std::string(name) + " must not be negative");
+  }
+  if (request_.smt && *request_.smt < 0) return make_error("smt must not be negative");
+  order_ = request_.order.value_or(policy_.order);
+  return Ok{};
+}
+
+Status Planner::find_usable_cores() {
+  const CpuSet all = topo_.all_pus();
+  const CpuSet allowed = request_.allowed_cpus.value_or(all);
+  const CpuSet unknown = allowed.minus(all);
+  if (!unknown.empty()) {
+    warn("allowed CPUs " + unknown.to_list() + " are not in the node's topology; ignored");
+  }
+  const CpuSet reserved = reserved_cpus(topo_, policy_);
+  const int smt = request_.smt.value_or(policy_.smt);
+  for (const Core& core : topo_.cores) {
+    UsableCore usable{core.index, {}, core.package, core.numa, core.l3};
+    int threads = 0;
+    for (int pu : core.pus) {
+      if (!allowed.test(pu) || reserved.test(pu)) continue;
+      if (smt > 0 && threads == smt) break;
+      usable.pus.set(pu);
+      ++threads;
+    }
+    if (!usable.pus.empty()) usable_.push_back(std::move(usable));
+  }
+  if (usable_.empty()) {
+    return make_error("no usable CPUs: the step's CPUs " + (allowed & all).to_list() +
+                      " are all reserved (" + reserved.to_list() + ")");
+  }
+  core_owners_.assign(usable_.size(), 0);
+  return Ok{};
+}
+
+Status Planner::resolve_step_gpus() {
+  if (!request_.gpus) {
+    for (const Gpu& gpu : topo_.gpus) step_gpus_.push_back({gpu.index, std::to_string(gpu.index)});
+    return Ok{};
+  }
+  step_gpus_ = *request_.gpus;
+  std::vector<bool> seen(topo_.gpus.size(), false);
+  for (const StepGpu& gpu : step_gpus_) {
+    if (gpu.gpu < 0 || gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
+      return make_error("GPU " + std::to_string(gpu.gpu) + " does not exist (the node has " +
+                        std::to_string(topo_.gpus.size()) + " GPUs)");
+    }
+    if (seen[gpu.gpu]) return make_error("GPU " + std::to_string(gpu.gpu) + " is listed twice");
+    if (gpu.token.empty()) return make_error("GPU " + std::to_string(gpu.gpu) + " has an empty token");
+    seen[gpu.gpu] = true;
+  }
+  return Ok{};
+}
+
+int Planner::gpu_distance(int step_a, int step_b) const {
+  const Gpu& a = topo_.gpus[step_gpus_[step_a].gpu];
+  const Gpu& b = topo_.gpus[step_gpus_[step_b].gpu];
+  if (!a.pci_bus_id.empty() && a.pci_bus_id == b.pci_bus_id) return 0;
+  return 1 + distance(place_of(a.locality), place_of(b.locality));
+}
+
+// Groups step GPUs into chunks of the given sizes, each chunk grown from the first free GPU (in
+// step order) by adding its nearest free GPUs, so a multi-GPU task gets GPUs that sit together.
+std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes) const {
+  std::vector<bool> taken(step_gpus_.size(), false);
+  std::vector<std::vector<int>> chunks;
+  for (int size : sizes) {
+    std::vector<int> chunk;
+    for (size_t seed = 0; seed < taken.size() && chunk.empty(); ++seed) {
+      if (!taken[seed]) chunk.push_back(static_cast<int>(seed));
+    }
+    if (chunk.empty()) break;
+    taken[chunk[0]] = true;
+    while (static_cast<int>(chunk.size()) < size) {
+      int best = -1;
+      for (size_t g = 0; g < taken.size(); ++g) {
+        if (taken[g]) continue;
+        if (best < 0 || gpu_distance(chunk[0], g) < gpu_distance(chunk[0], best)) best = g;
+      }
+      if (best < 0) break;
+      taken[best] = true;
+      chunk.push_back(best);
+    }
+    chunks.push_back(std::move(chunk));
+  }
+  return chunks;
+}
+
+// Consecutive ranks share a chunk; a chunk of one GPU with tiles hands each sharer its tiles.
+void Planner::give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
+                                   const std::vector<int>& tasks_per_chunk) {
+  task_gpus_.assign(ntasks_, {});
+  task_tiles_.assign(ntasks_, -1);
+  int rank = 0;
+  for (size_t c = 0; c < chunks.size() && rank < ntasks_; ++c) {
+    const int sharers = std::min(tasks_per_chunk[c], ntasks_ - rank);
+    const int tiles = chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].gpu].tiles : 0;
+    for (int j = 0; j < sharers; ++j, ++rank) {
+      task_gpus_[rank] = chunks[c];
+      if (sharers > 1 && tiles > 1) task_tiles_[rank] = j * tiles / sharers;
+    }
+  }
+}
+
+std::vector<int> even_split(int total, int parts) {
+  std::vector<int> sizes(parts, total / parts);
+  for (int i = 0; i < total % parts; ++i) ++sizes[i];
+  return sizes;
+}
+
+void Planner::assign_gpus_by_rank() {
+  const int gpus = static_cast<int>(step_gpus_.size());
+  std::vector<int> chunk_sizes;
+  std::vector<int> tasks_per_chunk;
+  if (request_.gpus_per_task > 0) {
+    const int per_task = std::min(request_.gpus_per_task, gpus);
+    const int chunks = std::max(1, std::min(ntasks_, gpus / per_task));
+    if (request_.gpus_per_task * ntasks_ > gpus) {
+      warn(std::to_string(ntasks_) + " tasks x " + std::to_string(request_.gpus_per_task) +
+           " GPUs per task exceeds the step's " + std::to_string(gpus) + " GPUs; tasks share GPUs");
+    }
+    chunk_sizes.assign(chunks, per_task);
+    tasks_per_chunk = even_split(ntasks_, chunks);
+  } else if (request_.tasks_per_gpu > 0) {
+    int chunks = (ntasks_ + request_.tasks_per_gpu - 1) / request_.tasks_per_gpu;
+    if (chunks > gpus) {
+      warn(std::to_string(ntasks_) + " tasks at " + std::to_string(request_.tasks_per_gpu) +
+           " per GPU need " + std::to_string(chunks) + " GPUs but the step has " +
+           std::to_string(gpus) + "; tasks are spread evenly");
+      chunks = gpus;
+      tasks_per_chunk = even_split(ntasks_, chunks);
+    } else {
+      tasks_per_chunk.assign(chunks, request_.tasks_per_gpu);
+    }
+    chunk_sizes.assign(chunks, 1);
+  } else if (ntasks_ >= gpus) {
+    chunk_sizes.assign(gpus, 1);
+    tasks_per_chunk = even_split(ntasks_, gpus);
+  } else {
+    chunk_sizes = even_split(gpus, ntasks_);
+    tasks_per_chunk.assign(ntasks_, 1);
+  }
+  give_chunks_to_tasks(gpu_chunks(chunk_sizes), tasks_per_chunk);
+}
+
+// order=cpu: each task takes the free GPUs nearest its cores; no GPU takes more than its share.
+void Planner::assign_gpus_by_cores() {
+  const int gpus = static_cast<int>(step_gpus_.size());
+  int per_task = request_.gpus_per_task;
+  if (per_task == 0) per_task = ntasks_ >= gpus ? 1 : gpus / ntasks_;
+  per_task = std::min(per_task, gpus);
+  int cap = request_.tasks_per_gpu;
+  if (cap == 0 || cap * gpus < ntasks_ * per_task) cap = (ntasks_ * per_task + gpus - 1) / gpus;
+  std::vector<int> load(gpus, 0);
+  task_gpus_.assign(ntasks_, {});
+  task_tiles_.assign(ntasks_, -1);
+  for (int task = 0; task < ntasks_; ++task) {
+    const Place here = task_place(task);
+    for (int n = 0; n < per_task; ++n) {
+      int best = -1;
+      int best_key[3] = {0, 0, 0};
+      for (int g = 0; g < gpus; ++g) {
+        if (load[g] >= cap) continue;
+        if (std::find(task_gpus_[task].begin(), task_gpus_[task].end(), g) != task_gpus_[task].end()) {
+          continue;
+        }
+        const int key[3] = {distance(here, place_of(topo_.gpus[step_gpus_[g].gpu].locality)),
+                            load[g], g};
+        if (best < 0 || std::lexicographical_compare(key, key + 3, best_key, best_key + 3)) {
+          best = g;
+          std::copy(key, key + 3, best_key);
+        }
+      }
+      if (best < 0) break;
+      ++load[best];
+      task_gpus_[task].push_back(best);
+    }
+  }
+}
+
+int Planner::cores_wanted_per_task() {
+  if (request_.cpus_per_task == 0) return 0;
+  int threads = 1;
+  for (const UsableCore& core : usable_) threads = std::max(threads, core.pus.count());
+  const int wanted = (request_.cpus_per_task + threads - 1) / threads;
+  const int usable = static_cast<int>(usable_.size());
+  if (wanted * ntasks_ <= usable) return wanted;
+  const int fitted = std::max(1, usable / ntasks_);
+  warn("cpus-per-task " + std::to_string(request_.cpus_per_task) + " needs " +
+       std::to_string(wanted * ntasks_) + " cores for " + std::to_string(ntasks_) +
+       " tasks but only " + std::to_string(usable) + " are usable; each task gets " +
+       std::to_string(fitted));
+  return fitted;
+}
+
+// Splits `cores` among `tasks` along package > NUMA > L3 > core: fewer tasks than domains get
+// whole domains; more tasks than domains are dealt out in proportion to the domains' sizes.
+void Planner::distribute(const Region& cores, int tasks, int level, std::vector<Region>& out) const {
+  const int n = static_cast<int>(cores.size());
+  if (tasks <= 0) return;
+  if (tasks > n) {
+    distribute(cores, n, level, out);
+    out.resize(out.size() + (tasks - n));
+    return;
+  }
+  if (level == 3) {
+    int next = 0;
+    for (int size : even_split(n, tasks)) {
+      out.emplace_back(cores.begin() + next, cores.begin() + next + size);
+      next += size;
+    }
+    return;
+  }
+  auto key = [&](int u) {
+    const UsableCore& c = usable_[u];
+    return level == 0 ? c.package : level == 1 ? c.numa : c.l3;
+  };
+  std::vector<int> keys;
+  std::vector<Region> groups;
+  for (int u : cores) {
+    auto it = std::find(keys.begin(), keys.end(), key(u));
+    if (it == keys.end()) {
+      keys.push_back(key(u));
+      groups.emplace_back();
+      it = keys.end() - 1;
+    }
+    groups[it - keys.begin()].push_back(u);
+  }
+  const int m = static_cast<int>(groups.size());
+  if (m == 1) return distribute(cores, tasks, level + 1, out);
+  if (tasks <= m) {
+    for (int t = 0; t < tasks; ++t) {
+      Region region;
+      for (int g = t * m / tasks; g < (t + 1) * m / tasks; ++g) {
+        region.insert(region.end(), groups[g].begin(), groups[g].end());
+      }
+      out.push_back(std::move(region));
+    }
+    return;
+  }
+  // Largest remainder: floor shares first, leftovers to the largest fractions (lower index wins).
+  std::vector<int> share(m);
+  std::vector<std::pair<long, int>> remainders;
+  int given = 0;
+  for (int g = 0; g < m; ++g) {
+    const long scaled = static_cast<long>(tasks) * static_cast<long>(groups[g].size());
+    share[g] = static_cast<int>(scaled / n);
+    given += share[g];
+    remainders.push_back({-(scaled % n), g});
+  }
+  std::sort(remainders.begin(), remainders.end());
+  for (int i = 0; i < tasks - given; ++i) ++share[remainders[i].second];
+  for (int g = 0; g < m; ++g) distribute(groups[g], share[g], level + 1, out);
+}
+
+Place Planner::task_place(int task) const {
+  if (!task_cores_.empty() && !task_cores_[task].empty()) {
+    return place_of(usable_[task_cores_[task][0]]);
+  }
+  if (!task_gpus_.empty() && !task_gpus_[task].empty()) {
+    return place_of(topo_.gpus[step_gpus_[task_gpus_[task][0]].gpu].locality);
+  }
+  return {};
+}
+
+// Takes free cores nearest `anchor`, preferring an L3 that holds everything still wanted.
+void Planner::spill(int task, int wanted, const Place& anchor) {
+  Region& mine = task_cores_[task];
+  while (static_cast<int>(mine.size()) < wanted) {
+    const int missing = wanted - static_cast<int>(mine.size());
+    int best_first = -1;
+    std::array<int, 3> best_key{};
+    for (size_t u = 0; u < usable_.size(); ++u) {
+      if (core_owners_[u] != 0) continue;
+      // Consider each L3 once, through its first free core.
+      bool seen = false;
+      for (size_t v = 0; v < u && !seen; ++v) {
+        seen = core_owners_[v] == 0 && usable_[v].l3 == usable_[u].l3 &&
+               usable_[v].numa == usable_[u].numa && usable_[v].package == usable_[u].package;
+      }
+      if (seen) continue;
+      int free_here = 0;
+      for (size_t v = u; v < usable_.size(); ++v) {
+        if (core_owners_[v] == 0 && usable_[v].l3 == usable_[u].l3 &&
+            usable_[v].numa == usable_[u].numa && usable_[v].package == usable_[u].package) {
+          ++free_here;
+        }
+      }
+      const std::array<int, 3> key = {distance(anchor, place_of(usable_[u])),
+                                      free_here >= missing ? 0 : 1, static_cast<int>(u)};
+      if (best_first < 0 || key < best_key) {
+        best_first = static_cast<int>(u);
+        best_key = key;
+      }
+    }
+    if (best_first < 0) return;  // nothing free anywhere
+    const UsableCore& group = usable_[best_first];
+    for (size_t v = best_first; v < usable_.size() && static_cast<int>(mine.size()) < wanted; ++v) {
+      if (core_owners_[v] == 0 && usable_[v].l3 == group.l3 && usable_[v].numa == group.numa &&
+          usable_[v].package == group.package) {
+        core_owners_[v] = 1;
+        mine.push_back(static_cast<int>(v));
+      }
+    }
+  }
+}
+
+// More tasks than cores: the task shares the least-loaded core nearest its anchor.
+void Planner::share_core(int task, const Place& anchor) {
+  int best = -1;
+  std::array<int, 3> best_key{};
+  for (size_t u = 0; u < usable_.size(); ++u) {
+    const std::array<int, 3> key = {core_owners_[u], distance(anchor, place_of(usable_[u])),
+                                    static_cast<int>(u)};
+    if (best < 0 || key < best_key) {
+      best = static_cast<int>(u);
+      best_key = key;
+    }
+  }
+  ++core_owners_[best];
+  task_cores_[task].push_back(best);
+}
+
+void Planner::assign_cores() {
+  task_cores_.assign(ntasks_, {});
+  const int wanted = cores_wanted_per_task();
+
+  // Home domains: the union of each task's GPU domains (order=gpu), or the whole node.
+  struct Home {
+    CpuSet cpus;
+    std::vector<int> tasks;
+  };
+  std::vector<Home> homes;
+  for (int task = 0; task < ntasks_; ++task) {
+    CpuSet domain;
+    if (order_ == Order::kGpu && !task_gpus_[task].empty()) {
+      for (int g : task_gpus_[task]) domain |= topo_.gpus[step_gpus_[g].gpu].locality.cpus;
+    } else {
+      domain = topo_.all_pus();
+    }
+    auto it = std::find_if(homes.begin(), homes.end(), [&](const Home& h) { return h.cpus == domain; });
+    if (it == homes.end()) {
+      homes.push_back({domain, {}});
+      it = homes.end() - 1;
+    }
+    it->tasks.push_back(task);
+  }
+  // Smaller domains first, so a domain nested in another keeps its cores.
+  std::stable_sort(homes.begin(), homes.end(),
+                   [](const Home& a, const Home& b) { return a.cpus.count() < b.cpus.count(); });
+
+  for (const Home& home : homes) {
+    Region free;
+    for (size_t u = 0; u < usable_.size(); ++u) {
+      if (core_owners_[u] == 0 && usable_[u].pus.is_subset_of(home.cpus)) {
+        free.push_back(static_cast<int>(u));
+      }
+    }
+    std::vector<Region> regions;
+    distribute(free, static_cast<int>(home.tasks.size()), 0, regions);
+    for (size_t j = 0; j < home.tasks.size(); ++j) {
+      Region& region = regions[j];
+      if (wanted > 0 && static_cast<int>(region.size()) > wanted) region.resize(wanted);
+      for (int u : region) core_owners_[u] = 1;
+      task_cores_[home.tasks[j]] = std::move(region);
+    }
+  }
+
+  // Tasks whose home had too few free cores: wanted count, or an even share of what is left.
+  std::vector<int> short_tasks;
+  for (int task = 0; task < ntasks_; ++task) {
+    const int have = static_cast<int>(task_cores_[task].size());
+    if ((wanted > 0 && have < wanted) || (wanted == 0 && have == 0)) short_tasks.push_back(task);
+  }
+  const int free_left =
+      static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
+  const std::vector<int> shares = short_tasks.empty()
+                                      ? std::vector<int>{}
+                                      : even_split(free_left, static_cast<int>(short_tasks.size()));
+  for (size_t i = 0; i < short_tasks.size(); ++i) {
+    const int task = short_tasks[i];
+    const int target = wanted > 0 ? wanted : std::max(1, shares[i]);
+    spill(task, target, task_place(task));
+  }
+  bool shared = false;
+  for (int task = 0; task < ntasks_; ++task) {
+    if (!task_cores_[task].empty()) continue;
+    share_core(task, task_place(task));
+    shared = true;
+  }
+  if (shared) {
+    warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
+         " usable cores: some tasks share cores");
+  }
+  for (Region& region : task_cores_) std::sort(region.begin(), region.end());
+}
+
+void Planner::assign_nics() {
+  gpu_nic_.assign(step_gpus_.size(), -1);
+  if (topo_.nics.empty()) return;
+  std::vector<int> load(topo_.nics.size(), 0);
+  auto nearest_nic = [&](const Place& from) {
+    int best = -1;
+    std::array<int, 3> best_key{};
+    for (size_t n = 0; n < topo_.nics.size(); ++n) {
+      const std::array<int, 3> key = {distance(from, place_of(topo_.nics[n].locality)), load[n],
+                                      static_cast<int>(n)};
+      if (best < 0 || key < best_key) {
+        best = static_cast<int>(n);
+        best_key = key;
+      }
+    }
+    ++load[best];
+    return best;
+  };
+  // Every GPU the tasks use gets a NIC, in step order, so sharers of a GPU share its NIC.
+  for (int task = 0; task < ntasks_; ++task) {
+    for (int g : task_gpus_[task]) {
+      if (gpu_nic_[g] < 0) gpu_nic_[g] = nearest_nic(place_of(topo_.gpus[step_gpus_[g].gpu].locality));
+    }
+  }
+  for (int task = 0; task < ntasks_; ++task) {
+    TaskPlan& plan = plan_.tasks[task];
+    plan.nic = task_gpus_[task].empty() ? nearest_nic(task_place(task)) : gpu_nic_[task_gpus_[task][0]];
+  }
+}
+
+int majority(const std::vector<int>& values) {
+  int best = -1, best_count = 0;
+  for (int v : values) {
+    const int c = static_cast<int>(std::count(values.begin(), values.end(), v));
+    if (c > best_count || (c == best_count && v < best)) {
+      best = v;
+      best_count = c;
+    }
+  }
+  return best;
+}
+
+std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks) {
+  std::vector<std::pair<int, std::vector<int>>> by_ordinal;
+  for (const TaskPlan& task : tasks) {
+    if (task.nic < 0) continue;
+    const int ordinal = nic_ordinal(topo.nics[task.nic]);
+    auto it = std::find_if(by_ordinal.begin(), by_ordinal.end(),
+                           [&](const auto& entry) { return entry.first == ordinal; });
+    if (it == by_ordinal.end()) {
+      by_ordinal.push_back({ordinal, {}});
+      it = by_ordinal.end() - 1;
+    }
+    it->second.push_back(task.rank);
+  }
+  std::sort(by_ordinal.begin(), by_ordinal.end());
+  std::string text;
+  for (const auto& [ordinal, ranks] : by_ordinal) {
+    if (!text.empty()) text += "; ";
+    text += std::to_string(ordinal) + ":" + format_int_list(ranks);
+  }
+  return text;
+}
+
+void append_group(const std::vector<EnvTemplate>& group, const std::string& selector,
+                  const PlaceholderValues& values, std::vector<EnvVar>& env) {
+  for (const EnvTemplate& tmpl : group) {
+    if (!tmpl.when.empty() && tmpl.when != selector) continue;
+    if (auto value = render_template(tmpl.value, values)) {
+      env.push_back({tmpl.name, std::move(*value), tmpl.only_if_unset});
+    }
+  }
+}
+
+void Planner::render_env() {
+  const std::string mapping = nic_mapping(topo_, plan_.tasks);
+  const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
+  for (TaskPlan& task : plan_.tasks) {
+    PlaceholderValues v;
+    auto set = [&](Placeholder p, std::string value) { v[static_cast<size_t>(p)] = std::move(value); };
+    std::string tokens, pcis;
+    for (const TaskGpu& gpu : task.gpus) {
+      tokens += (tokens.empty() ? "" : ",") + gpu.token;
+      pcis += (pcis.empty() ? "" : ",") + topo_.gpus[gpu.gpu].pci_bus_id;
+    }
+    set(Placeholder::kGpus, tokens);
+    set(Placeholder::kGpuPci, pcis);
+    if (!task.gpus.empty()) set(Placeholder::kNgpus, std::to_string(task.gpus.size()));
+    if (task.nic >= 0) {
+      const Nic& nic = topo_.nics[task.nic];
+      set(Placeholder::kNic, nic.name);
+      set(Placeholder::kNicNetdev, nic.netdev);
+      set(Placeholder::kNicRdma, nic.rdma);
+      set(Placeholder::kNicIndex, std::to_string(nic_ordinal(nic)));
+      set(Placeholder::kNicMapping, mapping);
+    }
+    set(Placeholder::kCpus, task.cpus.to_list());
+    set(Placeholder::kCpuMask, task.cpus.to_mask());
+    set(Placeholder::kNcpus, std::to_string(task.cpus.count()));
+    set(Placeholder::kNcores, std::to_string(task.ncores));
+    if (task.numa >= 0) set(Placeholder::kNuma, std::to_string(task.numa));
+    if (task.l3 >= 0) set(Placeholder::kL3, std::to_string(task.l3));
+    set(Placeholder::kLocalRank, std::to_string(task.rank));
+    set(Placeholder::kNtasks, std::to_string(ntasks_));
+
+    std::vector<EnvVar>& env = task.env;
+    if (request_.gpu_env && !task.gpus.empty()) {
+      append_group(policy_.gpu_env, vendor_name(topo_.gpus[task.gpus[0].gpu].vendor), v, env);
+    }
+    if (request_.nic_env && task.nic >= 0) {
+      append_group(policy_.nic_env, nic_kind_name(topo_.nics[task.nic].kind), v, env);
+    }
+    append_group(policy_.omp_env, "", v, env);
+    if (omp_places) {
+      env.push_back({"OMP_PLACES", "cores", false});
+      env.push_back({"OMP_PROC_BIND", "close", false});
+    }
+    env.push_back({"GPUBIND_BOUND", "1", false});
+    env.push_back({"GPUBIND_LOCAL_RANK", v[static_cast<size_t>(Placeholder::kLocalRank)], false});
+    env.push_back({"GPUBIND_CPUS", v[static_cast<size_t>(Placeholder::kCpus)], false});
+    if (!tokens.empty()) {
+      env.push_back({"GPUBIND_GPUS", tokens, false});
+      env.push_back({"GPUBIND_GPU_PCI", pcis, false});
+    }
+    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", topo_.nics[task.nic].name, false});
+    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", std::to_string(task.numa), false});
+  }
+}
+
+Result<Plan> Planner::run() {
+  if (auto s = check_request(); !s) return s.error();
+  if (auto s = find_usable_cores(); !s) return s.error();
+  if (auto s = resolve_step_gpus(); !s) return s.error();
+  task_gpus_.assign(ntasks_, {});
+  task_tiles_.assign(ntasks_, -1);
+  if (step_gpus_.empty()) order_ = Order::kCpu;
+
+  if (order_ == Order::kGpu) {
+    assign_gpus_by_rank();
+    assign_cores();
+  } else {
+    assign_cores();
+    if (!step_gpus_.empty()) assign_gpus_by_cores();
+  }
+
+  plan_.tasks.resize(ntasks_);
+  for (int task = 0; task < ntasks_; ++task) {
+    TaskPlan& plan = plan_.tasks[task];
+    plan.rank = task;
+    std::vector<int> numas, l3s;
+    for (int u : task_cores_[task]) {
+      plan.cpus |= usable_[u].pus;
+      numas.push_back(usable_[u].numa);
+      l3s.push_back(usable_[u].l3);
+    }
+    plan.ncores = static_cast<int>(task_cores_[task].size());
+    plan.numa = majority(numas);
+    plan.l3 = majority(l3s);
+    for (int g : task_gpus_[task]) {
+      const StepGpu& step_gpu = step_gpus_[g];
+      TaskGpu gpu{g, step_gpu.gpu, task_tiles_[task], step_gpu.token};
+      if (gpu.tile >= 0) gpu.token += "." + std::to_string(gpu.tile);
+      plan.gpus.push_back(std::move(gpu));
+    }
+  }
+  assign_nics();
+  render_env();
+  return std::move(plan_);
+}
+
+}  // namespace
+
+CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
+  CpuSet reserved = policy.reserved_cpus;
+  if (policy.reserve_first_core_per_l3) {
+    std::vector<bool> seen(std::max(topology.l3_count, 0), false);
+    for (const Core& core : topology.cores) {
+      if (core.l3 < 0 || core.l3 >= static_cast<int>(seen.size()) || seen[core.l3]) continue;
+      seen[core.l3] = true;
+      for (int pu : core.pus) reserved.set(pu);
+    }
+  }
+  return reserved;
+}
+
+Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy, const PlanRequest& request) {
+  return Planner(topology, policy, request).run();
+}
+
+}  // namespace gpubind

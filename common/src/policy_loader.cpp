@@ -1,0 +1,178 @@
+#include "gpubind/policy_loader.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "gpubind/env.h"
+#include "gpubind/policy.pb.h"
+
+namespace gpubind {
+namespace {
+
+namespace pb = google::protobuf;
+
+class CollectFirstError : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (!message_.empty()) return;
+    line_ = line + 1;
+    column_ = column + 1;
+    message_ = message;
+  }
+  bool has_error() const { return !message_.empty(); }
+  std::string describe(const std::string& source) const {
+    return source + ":" + std::to_string(line_) + ":" + std::to_string(column_) + ": " + message_;
+  }
+
+ private:
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+// Builds "file:line: field: problem" for semantic errors found after parsing.
+class Locator {
+ public:
+  Locator(const std::string& source, const pb::TextFormat::ParseInfoTree& tree)
+      : source_(source), tree_(tree) {}
+
+  Error at(const pb::TextFormat::ParseInfoTree& tree, const pb::Message& message,
+           const std::string& field, int index, const std::string& what,
+           const std::string& path) const {
+    const pb::FieldDescriptor* fd = message.GetDescriptor()->FindFieldByName(field);
+    const int line = fd ? tree.GetLocation(fd, fd->is_repeated() ? index : -1).line : -1;
+    const std::string where = line >= 0 ? source_ + ":" + std::to_string(line + 1) : source_;
+    return make_error(where + ": " + path + ": " + what);
+  }
+  Error at(const pb::Message& message, const std::string& field, int index,
+           const std::string& what) const {
+    std::string path = field;
+    if (index >= 0) path += "[" + std::to_string(index) + "]";
+    return at(tree_, message, field, index, what, path);
+  }
+  const pb::TextFormat::ParseInfoTree& root() const { return tree_; }
+
+ private:
+  const std::string& source_;
+  const pb::TextFormat::ParseInfoTree& tree_;
+};
+
+Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::Policy& proto,
+                                             const std::string& group,
+                                             const pb::RepeatedPtrField<gpubind::EnvSetting>& list,
+                                             const std::vector<std::string>& selectors) {
+  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+  const pb::FieldDescriptor* fd = proto.GetDescriptor()->FindFieldByName(group);
+  std::vector<EnvTemplate> out;
+  for (int i = 0; i < list.size(); ++i) {
+    const gpubind::EnvSetting& t = list.Get(i);
+    const pb::TextFormat::ParseInfoTree* nested = loc.root().GetTreeForNested(fd, i);
+    const std::string path = group + "[" + std::to_string(i) + "]";
+    auto fail = [&](const std::string& field, const std::string& what) {
+      if (nested) return loc.at(*nested, t, field, -1, what, path + "." + field);
+      return loc.at(proto, group, i, field + ": " + what);
+    };
+    if (!std::regex_match(t.name(), name_re)) {
+      return fail("name", "'" + t.name() + "' is not a valid environment variable name");
+    }
+    if (auto status = validate_template(t.value()); !status) {
+      return fail("value", status.error().message);
+    }
+    if (std::find(selectors.begin(), selectors.end(), t.when()) == selectors.end()) {
+      std::string allowed;
+      for (const std::string& s : selectors) allowed += (allowed.empty() ? "'" : ", '") + s + "'";
+      return fail("when", "'" + t.when() + "' is not one of " + allowed);
+    }
+    out.push_back({t.name(), t.value(), t.when(), t.only_if_unset()});
+  }
+  return out;
+}
+
+Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc, const std::string& source) {
+  SitePolicy policy;
+  policy.source = source;
+  if (!proto.reserved_cpus().empty()) {
+    auto reserved = CpuSet::parse_list(proto.reserved_cpus());
+    if (!reserved) return loc.at(proto, "reserved_cpus", -1, reserved.error().message);
+    policy.reserved_cpus = *reserved;
+  }
+  policy.reserve_first_core_per_l3 = proto.reserve_first_core_per_l3();
+  if (proto.nic_patterns_size() > 0) {
+    policy.nic_patterns.clear();
+    for (int i = 0; i < proto.nic_patterns_size(); ++i) {
+      if (proto.nic_patterns(i).empty()) return loc.at(proto, "nic_patterns", i, "empty pattern");
+      policy.nic_patterns.push_back(proto.nic_patterns(i));
+    }
+  }
+  if (proto.smt() > 64) {
+    return loc.at(proto, "smt", -1, std::to_string(proto.smt()) + " threads per core is not plausible (0-64)");
+  }
+  policy.smt = static_cast<int>(proto.smt());
+  policy.order = proto.order() == gpubind::Policy::CPU ? Order::kCpu : Order::kGpu;
+  for (int i = 0; i < proto.gpu_order_size(); ++i) {
+    if (proto.gpu_order(i).empty()) return loc.at(proto, "gpu_order", i, "empty entry");
+    policy.gpu_order.push_back(proto.gpu_order(i));
+  }
+  struct Group {
+    const char* field;
+    const pb::RepeatedPtrField<gpubind::EnvSetting>& list;
+    std::vector<std::string> selectors;
+    std::vector<EnvTemplate>& target;
+  };
+  const Group groups[] = {
+      {"gpu_env", proto.gpu_env(), {"", "nvidia", "amd", "intel"}, policy.gpu_env},
+      {"nic_env", proto.nic_env(), {"", "slingshot", "infiniband", "ethernet"}, policy.nic_env},
+      {"omp_env", proto.omp_env(), {""}, policy.omp_env},
+  };
+  for (const Group& group : groups) {
+    if (group.list.empty()) continue;  // keep the defaults
+    auto converted = convert_env(loc, proto, group.field, group.list, group.selectors);
+    if (!converted) return converted.error();
+    group.target = std::move(*converted);
+  }
+  policy.omp_places = proto.omp_places();
+  policy.topology_file = proto.topology_file();
+  return policy;
+}
+
+}  // namespace
+
+Result<SitePolicy> parse_policy(std::string_view text, const std::string& source_name) {
+  if (text.size() > kMaxPolicyBytes) {
+    return make_error(source_name + ": policy is larger than " + std::to_string(kMaxPolicyBytes) +
+                      " bytes");
+  }
+  gpubind::Policy proto;
+  pb::TextFormat::Parser parser;
+  CollectFirstError errors;
+  pb::TextFormat::ParseInfoTree tree;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(&tree);
+  if (!parser.ParseFromString(std::string(text), &proto)) {
+    if (errors.has_error()) return make_error(errors.describe(source_name));
+    return make_error(source_name + ": not a valid policy");
+  }
+  return convert(proto, Locator(source_name, tree), source_name);
+}
+
+Result<SitePolicy> load_policy_file(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return make_error("policy file '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return make_error("policy file '" + path + "': not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("policy file '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return make_error("policy file '" + path + "': read error");
+  return parse_policy(text.str(), path);
+}
+
+}  // namespace gpubind

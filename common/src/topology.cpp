@@ -1,0 +1,132 @@
+#include "gpubind/topology.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace gpubind {
+
+const char* vendor_name(Vendor vendor) {
+  switch (vendor) {
+    case Vendor::kNvidia: return "nvidia";
+    case Vendor::kAmd: return "amd";
+    case Vendor::kIntel: return "intel";
+    case Vendor::kUnknown: break;
+  }
+  return "unknown";
+}
+
+const char* nic_kind_name(NicKind kind) {
+  switch (kind) {
+    case NicKind::kSlingshot: return "slingshot";
+    case NicKind::kInfiniband: return "infiniband";
+    case NicKind::kEthernet: break;
+  }
+  return "ethernet";
+}
+
+const char* locality_kind_name(LocalityKind kind) {
+  switch (kind) {
+    case LocalityKind::kL3: return "L3";
+    case LocalityKind::kNuma: return "NUMA";
+    case LocalityKind::kPackage: return "package";
+    case LocalityKind::kMachine: break;
+  }
+  return "machine";
+}
+
+CpuSet Topology::all_pus() const {
+  CpuSet set;
+  for (const Core& core : cores) {
+    for (int pu : core.pus) set.set(pu);
+  }
+  return set;
+}
+
+CpuSet Topology::l3_pus(int l3) const {
+  CpuSet set;
+  for (const Core& core : cores) {
+    if (core.l3 != l3) continue;
+    for (int pu : core.pus) set.set(pu);
+  }
+  return set;
+}
+
+CpuSet Topology::numa_pus(int numa) const {
+  CpuSet set;
+  for (const Core& core : cores) {
+    if (core.numa != numa) continue;
+    for (int pu : core.pus) set.set(pu);
+  }
+  return set;
+}
+
+namespace {
+
+bool parse_index(const std::string& text, int& value) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= 0;
+}
+
+// "c1:00.0" and "0000:c1:00.0" name the same device.
+std::string normalize_bus_id(std::string id) {
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (std::count(id.begin(), id.end(), ':') == 1) id = "0000:" + id;
+  return id;
+}
+
+int trailing_number(const std::string& name) {
+  size_t start = name.size();
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1]))) --start;
+  if (start == name.size()) return -1;
+  int value = -1;
+  std::from_chars(name.data() + start, name.data() + name.size(), value);
+  return value;
+}
+
+}  // namespace
+
+Status apply_gpu_order(Topology& topology, const std::vector<std::string>& order) {
+  if (order.empty()) return Ok{};
+  const size_t count = topology.gpus.size();
+  if (order.size() != count) {
+    return make_error("gpu_order names " + std::to_string(order.size()) +
+                      " GPUs but the node has " + std::to_string(count));
+  }
+  std::vector<Gpu> reordered;
+  std::vector<bool> used(count, false);
+  for (const std::string& entry : order) {
+    int source = -1;
+    if (!parse_index(entry, source)) {
+      const std::string wanted = normalize_bus_id(entry);
+      for (size_t i = 0; i < count; ++i) {
+        if (normalize_bus_id(topology.gpus[i].pci_bus_id) == wanted) {
+          source = static_cast<int>(i);
+          // Partitions share a bus id: take the next unused one.
+          if (!used[i]) break;
+        }
+      }
+      if (source < 0) return make_error("gpu_order entry '" + entry + "' matches no GPU");
+    }
+    if (source >= static_cast<int>(count)) {
+      return make_error("gpu_order entry '" + entry + "' is out of range (node has " +
+                        std::to_string(count) + " GPUs)");
+    }
+    if (used[source]) return make_error("gpu_order names GPU '" + entry + "' twice");
+    used[source] = true;
+    reordered.push_back(topology.gpus[source]);
+    reordered.back().index = static_cast<int>(reordered.size()) - 1;
+  }
+  topology.gpus = std::move(reordered);
+  return Ok{};
+}
+
+int nic_ordinal(const Nic& nic) {
+  for (const std::string* name : {&nic.rdma, &nic.netdev}) {
+    const int number = trailing_number(*name);
+    if (number >= 0) return number;
+  }
+  return nic.index;
+}
+
+}  // namespace gpubind

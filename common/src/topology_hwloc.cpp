@@ -1,0 +1,394 @@
+// hwloc adapter. Debian's hwloc has no CUDA/NVML/RSMI/LevelZero backends, so GPUs are found from
+// OS devices when a dump carries them (rsmiN, zeN[.M], cudaN, nvmlN, openclXdY) and otherwise
+// from PCI vendor and class.
+#include "gpubind/topology_hwloc.h"
+
+#include <hwloc.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <regex>
+
+#include "gpubind/policy.h"
+
+namespace gpubind {
+namespace {
+
+using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_destroy)>;
+
+CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
+  CpuSet set;
+  if (!bitmap) return set;
+  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i)) set.set(i);
+  return set;
+}
+
+std::string pci_bus_id(hwloc_obj_t pci) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci->attr->pcidev.domain,
+                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+  return text;
+}
+
+std::string info(hwloc_obj_t obj, const char* name) {
+  const char* value = obj ? hwloc_obj_get_info_by_name(obj, name) : nullptr;
+  return value ? value : "";
+}
+
+hwloc_obj_t ancestor_of_type(hwloc_obj_t obj, hwloc_obj_type_t type) {
+  for (; obj; obj = obj->parent) {
+    if (obj->type == type) return obj;
+  }
+  return nullptr;
+}
+
+class Loader {
+ public:
+  Loader(hwloc_topology_t topo, std::vector<std::string> nic_patterns)
+      : topo_(topo), patterns_(std::move(nic_patterns)) {}
+
+  Topology build(std::string source) {
+    Topology t;
+    t.source = std::move(source);
+    t.hostname = info(hwloc_get_root_obj(topo_), "HostName");
+    t.l3_count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_L3CACHE);
+    t.numa_count = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE));
+    t.package_count = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE));
+    read_cores(t);
+    read_gpus(t);
+    read_nics(t);
+    return t;
+  }
+
+ private:
+  int numa_containing(hwloc_const_bitmap_t cpus) const {
+    const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+    for (int i = 0; i < count; ++i) {
+      hwloc_obj_t numa = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, i);
+      if (numa->cpuset && hwloc_bitmap_isincluded(cpus, numa->cpuset)) return i;
+    }
+    return -1;
+  }
+
+  int l3_containing(hwloc_const_bitmap_t cpus) const {
+    const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_L3CACHE);
+    for (int i = 0; i < count; ++i) {
+      hwloc_obj_t l3 = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, i);
+      if (hwloc_bitmap_isincluded(cpus, l3->cpuset)) return i;
+    }
+    return -1;
+  }
+
+  int package_containing(hwloc_const_bitmap_t cpus) const {
+    const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE);
+    if (count == 0) return 0;
+    for (int i = 0; i < count; ++i) {
+      hwloc_obj_t pkg = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, i);
+      if (hwloc_bitmap_isincluded(cpus, pkg->cpuset)) return i;
+    }
+    return -1;
+  }
+
+  void read_cores(Topology& t) const {
+    // Some dumps have no Core level: each PU is then its own core.
+    const hwloc_obj_type_t type =
+        hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    const int count = hwloc_get_nbobjs_by_type(topo_, type);
+    for (int i = 0; i < count; ++i) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(topo_, type, i);
+      Core core;
+      core.index = static_cast<int>(t.cores.size());
+      hwloc_obj_t pu = nullptr;
+      while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(topo_, obj->cpuset, HWLOC_OBJ_PU, pu))) {
+        core.pus.push_back(static_cast<int>(pu->os_index));
+      }
+      if (core.pus.empty()) continue;
+      hwloc_obj_t l3 = ancestor_of_type(obj, HWLOC_OBJ_L3CACHE);
+      core.l3 = l3 ? static_cast<int>(l3->logical_index) : -1;
+      core.numa = std::max(0, numa_containing(obj->cpuset));
+      core.package = std::max(0, package_containing(obj->cpuset));
+      t.cores.push_back(std::move(core));
+    }
+  }
+
+  // The smallest CPU-side domain holding an I/O object: its L3 when hwloc hangs it below one,
+  // else the NUMA node, package or machine covering its non-I/O ancestor.
+  Locality locality_of(hwloc_obj_t io) const {
+    Locality loc;
+    hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo_, io);
+    hwloc_const_bitmap_t cpus = anchor->cpuset;
+    hwloc_obj_t l3 = ancestor_of_type(anchor, HWLOC_OBJ_L3CACHE);
+    const int numa = numa_containing(cpus);
+    const int package = package_containing(cpus);
+    if (l3) {
+      loc.kind = LocalityKind::kL3;
+      loc.cpus = to_cpuset(l3->cpuset);
+    } else if (numa >= 0) {
+      loc.kind = LocalityKind::kNuma;
+      loc.cpus = to_cpuset(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, numa)->cpuset);
+    } else if (package >= 0 && hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE) > 0) {
+      loc.kind = LocalityKind::kPackage;
+      loc.cpus = to_cpuset(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, package)->cpuset);
+    } else {
+      loc.kind = LocalityKind::kMachine;
+      loc.cpus = to_cpuset(hwloc_get_root_obj(topo_)->cpuset);
+    }
+    hwloc_bitmap_t domain = hwloc_bitmap_alloc();
+    for (int cpu : loc.cpus.to_vector()) hwloc_bitmap_set(domain, cpu);
+    loc.l3 = l3_containing(domain);
+    loc.numa = numa_containing(domain);
+    loc.package = package_containing(domain);
+    hwloc_bitmap_free(domain);
+    loc.pci_switch = pci_switch_of(io);
+    return loc;
+  }
+
+  // A switch is the bridge above the device's own bridge (the switch's upstream port); with no
+  // switch, the device's root port. Devices that share it sit behind the same switch.
+  static int pci_switch_of(hwloc_obj_t io) {
+    hwloc_obj_t pci = io;
+    while (pci && pci->type != HWLOC_OBJ_PCI_DEVICE) pci = pci->parent;
+    if (!pci || !pci->parent || pci->parent->type != HWLOC_OBJ_BRIDGE) return -1;
+    hwloc_obj_t port = pci->parent;
+    if (port->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) return -1;
+    hwloc_obj_t above = port->parent;
+    if (above && above->type == HWLOC_OBJ_BRIDGE &&
+        above->attr->bridge.upstream_type != HWLOC_OBJ_BRIDGE_HOST) {
+      return static_cast<int>(above->gp_index);
+    }
+    return static_cast<int>(port->gp_index);
+  }
+
+  static bool is_gpu_pci_class(hwloc_obj_t pci) {
+    const unsigned vendor = pci->attr->pcidev.vendor_id;
+    const unsigned cls = pci->attr->pcidev.class_id;
+    const unsigned base = cls >> 8;
+    switch (vendor) {
+      case 0x10de: return base == 0x03 || base == 0x12;               // NVIDIA
+      case 0x1002: return base == 0x03 || base == 0x12;               // AMD
+      case 0x8086: return cls == 0x0380 || base == 0x12;              // Intel: not iGPU VGA
+      default: return false;
+    }
+  }
+
+  static Vendor vendor_of(unsigned vendor_id) {
+    switch (vendor_id) {
+      case 0x10de: return Vendor::kNvidia;
+      case 0x1002: return Vendor::kAmd;
+      case 0x8086: return Vendor::kIntel;
+      default: return Vendor::kUnknown;
+    }
+  }
+
+  struct Unit {
+    hwloc_obj_t where;  // PCI device or OS device
+    std::string os_name;
+    Vendor vendor;
+    int tiles;
+    std::string model;
+  };
+
+  // The logical GPUs one PCI device (or parent) exposes, from its OS devices.
+  static std::vector<Unit> units_of(hwloc_obj_t parent, const std::vector<hwloc_obj_t>& osdevs) {
+    static const std::regex rsmi("rsmi([0-9]+)"), ze("ze([0-9]+)"), tile("ze([0-9]+)\\.[0-9]+"),
+        nvidia("(cuda|nvml)[0-9]+"), opencl("opencl[0-9]+d[0-9]+");
+    std::vector<hwloc_obj_t> rsmis, zes, nvidias, opencls;
+    std::map<std::string, int> tiles;
+    for (hwloc_obj_t os : osdevs) {
+      const std::string name = os->name ? os->name : "";
+      std::smatch m;
+      if (std::regex_match(name, rsmi)) rsmis.push_back(os);
+      else if (std::regex_match(name, ze)) zes.push_back(os);
+      else if (std::regex_match(name, m, tile)) ++tiles["ze" + m[1].str()];
+      else if (std::regex_match(name, nvidia)) nvidias.push_back(os);
+      else if (std::regex_match(name, opencl)) opencls.push_back(os);
+    }
+    const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
+    const Vendor pci_vendor = is_pci ? vendor_of(parent->attr->pcidev.vendor_id) : Vendor::kUnknown;
+    auto model_of = [&](hwloc_obj_t os) {
+      std::string model = info(os, "GPUModel");
+      return model.empty() ? info(parent, "PCIDevice") : model;
+    };
+    std::vector<Unit> units;
+    auto by_number = [](hwloc_obj_t a, hwloc_obj_t b) {
+      const size_t la = std::strlen(a->name), lb = std::strlen(b->name);
+      return la != lb ? la < lb : std::strcmp(a->name, b->name) < 0;
+    };
+    if (!rsmis.empty() || !zes.empty()) {
+      auto& list = !rsmis.empty() ? rsmis : zes;
+      std::sort(list.begin(), list.end(), by_number);
+      const Vendor vendor = !rsmis.empty() ? Vendor::kAmd : Vendor::kIntel;
+      for (hwloc_obj_t os : list) {
+        const auto it = tiles.find(os->name);
+        units.push_back({is_pci ? parent : os, os->name, vendor,
+                         it == tiles.end() ? 0 : it->second, model_of(os)});
+      }
+      return units;
+    }
+    hwloc_obj_t named = !nvidias.empty() ? nvidias.front() : !opencls.empty() ? opencls.front() : nullptr;
+    if (named) {
+      const Vendor vendor = !nvidias.empty() ? Vendor::kNvidia : pci_vendor;
+      units.push_back({is_pci ? parent : named, named->name, vendor, 0, model_of(named)});
+      return units;
+    }
+    if (is_pci && is_gpu_pci_class(parent)) {
+      units.push_back({parent, "", pci_vendor, 0, info(parent, "PCIDevice")});
+    }
+    return units;
+  }
+
+  std::map<hwloc_obj_t, std::vector<hwloc_obj_t>> osdevs_by_parent(
+      std::initializer_list<hwloc_obj_osdev_type_t> types) const {
+    std::map<hwloc_obj_t, std::vector<hwloc_obj_t>> groups;
+    hwloc_obj_t os = nullptr;
+    while ((os = hwloc_get_next_osdev(topo_, os))) {
+      if (std::find(types.begin(), types.end(), os->attr->osdev.type) == types.end()) continue;
+      // Sub-devices (PVC tiles) may hang below their device's OS device: group by PCI device.
+      hwloc_obj_t parent = os->parent;
+      while (parent && parent->type == HWLOC_OBJ_OS_DEVICE) parent = parent->parent;
+      groups[parent && parent->type == HWLOC_OBJ_PCI_DEVICE ? parent : os].push_back(os);
+    }
+    return groups;
+  }
+
+  void read_gpus(Topology& t) const {
+    auto groups = osdevs_by_parent({HWLOC_OBJ_OSDEV_GPU, HWLOC_OBJ_OSDEV_COPROC});
+    hwloc_obj_t pci = nullptr;
+    while ((pci = hwloc_get_next_pcidev(topo_, pci))) groups[pci];  // PCI-class candidates too
+    struct Found {
+      std::string sort_key;
+      int order;
+      Gpu gpu;
+    };
+    std::vector<Found> found;
+    for (const auto& [parent, osdevs] : groups) {
+      const std::vector<Unit> units = units_of(parent, osdevs);
+      for (size_t i = 0; i < units.size(); ++i) {
+        const Unit& unit = units[i];
+        Gpu gpu;
+        const bool is_pci = unit.where->type == HWLOC_OBJ_PCI_DEVICE;
+        gpu.pci_bus_id = is_pci ? pci_bus_id(unit.where) : "";
+        gpu.vendor = unit.vendor;
+        gpu.model = unit.model;
+        gpu.os_name = unit.os_name;
+        gpu.partition = static_cast<int>(i);
+        gpu.partitions = is_pci ? static_cast<int>(units.size()) : 1;
+        gpu.tiles = unit.tiles;
+        gpu.locality = locality_of(unit.where);
+        // PCI bus order first; devices without PCI ids after them, by name.
+        found.push_back({is_pci ? gpu.pci_bus_id : "~" + unit.os_name, static_cast<int>(i), gpu});
+      }
+    }
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+      return a.sort_key != b.sort_key ? a.sort_key < b.sort_key : a.order < b.order;
+    });
+    for (Found& f : found) {
+      f.gpu.index = static_cast<int>(t.gpus.size());
+      t.gpus.push_back(std::move(f.gpu));
+    }
+  }
+
+  // Index of the first pattern matching `name`, or -1.
+  int pattern_rank(const std::string& name) const {
+    for (size_t i = 0; i < patterns_.size(); ++i) {
+      if (glob_match(patterns_[i], name)) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  void read_nics(Topology& t) const {
+    auto groups = osdevs_by_parent({HWLOC_OBJ_OSDEV_NETWORK, HWLOC_OBJ_OSDEV_OPENFABRICS});
+    std::vector<std::pair<std::string, Nic>> found;
+    for (const auto& [parent, osdevs] : groups) {
+      Nic nic;
+      int best_rank = -1;
+      bool slingshot = false;
+      for (hwloc_obj_t os : osdevs) {
+        const std::string name = os->name ? os->name : "";
+        const bool is_net = os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK;
+        if (is_net && nic.netdev.empty()) nic.netdev = name;
+        if (!is_net && nic.rdma.empty()) nic.rdma = name;
+        const int rank = pattern_rank(name);
+        if (rank >= 0 && (best_rank < 0 || rank < best_rank)) {
+          best_rank = rank;
+          nic.name = name;
+        }
+        const std::string subtype = os->subtype ? os->subtype : "";
+        slingshot = slingshot || subtype == "Slingshot" || name.rfind("hsn", 0) == 0 ||
+                    name.rfind("cxi", 0) == 0;
+      }
+      if (best_rank < 0) continue;
+      const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
+      if (is_pci) {
+        nic.pci_bus_id = pci_bus_id(parent);
+        slingshot = slingshot || parent->attr->pcidev.vendor_id == 0x17db;  // HPE Cray Cassini
+      }
+      nic.kind = slingshot ? NicKind::kSlingshot
+                 : !nic.rdma.empty() ? NicKind::kInfiniband
+                                     : NicKind::kEthernet;
+      nic.locality = locality_of(parent);
+      found.push_back({is_pci ? nic.pci_bus_id : "~" + nic.name, std::move(nic)});
+    }
+    std::sort(found.begin(), found.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [key, nic] : found) {
+      nic.index = static_cast<int>(t.nics.size());
+      t.nics.push_back(std::move(nic));
+    }
+  }
+
+  hwloc_topology_t topo_;
+  std::vector<std::string> patterns_;
+};
+
+Result<Topology> load(const std::string& xml_path, const std::vector<std::string>& nic_patterns) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) return make_error("hwloc: cannot initialise a topology");
+  TopologyHandle topo(raw, &hwloc_topology_destroy);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  // The whole node, even when this process runs inside a restricted cpuset.
+  hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  const bool from_xml = !xml_path.empty();
+  if (from_xml) {
+    struct stat st{};
+    if (stat(xml_path.c_str(), &st) != 0) {
+      return make_error("topology file '" + xml_path + "': " + std::strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) return make_error("topology file '" + xml_path + "': not a file");
+    if (hwloc_topology_set_xml(raw, xml_path.c_str()) != 0) {
+      return make_error("topology file '" + xml_path + "': hwloc cannot read it (" +
+                        std::strerror(errno) + ")");
+    }
+  }
+  if (hwloc_topology_load(raw) != 0) {
+    return make_error(from_xml ? "topology file '" + xml_path +
+                                     "': not a valid hwloc XML topology (" + std::strerror(errno) + ")"
+                               : std::string("hwloc: topology discovery failed: ") +
+                                     std::strerror(errno));
+  }
+  Topology topology = Loader(raw, nic_patterns).build(from_xml ? xml_path : "live");
+  if (topology.cores.empty()) {
+    return make_error((from_xml ? "topology file '" + xml_path + "'" : std::string("live topology")) +
+                      ": no CPUs found");
+  }
+  return topology;
+}
+
+}  // namespace
+
+Result<Topology> load_topology_xml(const std::string& path,
+                                   const std::vector<std::string>& nic_patterns) {
+  if (path.empty()) return make_error("topology file: empty path");
+  return load(path, nic_patterns);
+}
+
+Result<Topology> load_topology_live(const std::vector<std::string>& nic_patterns) {
+  return load("", nic_patterns);
+}
+
+}  // namespace gpubind
