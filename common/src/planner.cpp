@@ -69,6 +69,7 @@ class Planner {
   void distribute(const Region& cores, int tasks, int level, std::vector<Region>& out) const;
   void spill(int task, int wanted, const Place& anchor);
   void share_core(int task, const Place& anchor);
+  bool take_from_richest(int task);
   Place task_place(int task) const;
   int gpu_distance(int step_a, int step_b) const;
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
@@ -83,7 +84,9 @@ class Planner {
   std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
   std::vector<int> task_tiles_;              // tile per task when it holds one GPU's tile, else -1
   std::vector<Region> task_cores_;
+  CpuSet reserved_;
   std::vector<int> core_owners_;  // tasks per usable core
+  std::vector<int> home_share_;   // cores a task's home domain holds for it, allocation aside
   std::vector<int> gpu_nic_;      // NIC per step GPU
   Plan plan_;
 };
@@ -112,7 +115,7 @@ Status Planner::find_usable_cores() {
   if (!unknown.empty()) {
     warn("allowed CPUs " + unknown.to_list() + " are not in the node's topology; ignored");
   }
-  const CpuSet reserved = reserved_cpus(topo_, policy_);
+  const CpuSet& reserved = reserved_ = reserved_cpus(topo_, policy_);
   const int smt = request_.smt.value_or(policy_.smt);
   for (const Core& core : topo_.cores) {
     UsableCore usable{core.index, {}, core.package, core.numa, core.l3};
@@ -243,37 +246,46 @@ void Planner::assign_gpus_by_rank() {
   give_chunks_to_tasks(gpu_chunks(chunk_sizes), tasks_per_chunk);
 }
 
-// order=cpu: each task takes the free GPUs nearest its cores; no GPU takes more than its share.
+// order=cpu: each task takes the GPUs nearest its cores. GPU capacities are an even share of the
+// demand (or the requested tasks-per-gpu), so every GPU is used before any takes one more task.
 void Planner::assign_gpus_by_cores() {
   const int gpus = static_cast<int>(step_gpus_.size());
   int per_task = request_.gpus_per_task;
   if (per_task == 0) per_task = ntasks_ >= gpus ? 1 : gpus / ntasks_;
   per_task = std::min(per_task, gpus);
-  int cap = request_.tasks_per_gpu;
-  if (cap == 0 || cap * gpus < ntasks_ * per_task) cap = (ntasks_ * per_task + gpus - 1) / gpus;
+  const int demand = ntasks_ * per_task;
+  int base = demand / gpus, extra = demand % gpus;
+  if (request_.tasks_per_gpu > 0 && request_.tasks_per_gpu * gpus >= demand) {
+    base = request_.tasks_per_gpu;
+    extra = 0;
+  }
   std::vector<int> load(gpus, 0);
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
   for (int task = 0; task < ntasks_; ++task) {
     const Place here = task_place(task);
+    std::vector<int>& mine = task_gpus_[task];
     for (int n = 0; n < per_task; ++n) {
-      int best = -1;
-      int best_key[3] = {0, 0, 0};
-      for (int g = 0; g < gpus; ++g) {
-        if (load[g] >= cap) continue;
-        if (std::find(task_gpus_[task].begin(), task_gpus_[task].end(), g) != task_gpus_[task].end()) {
-          continue;
+      // Within capacity first; past it only if capacities leave this task nothing new.
+      for (bool capped : {true, false}) {
+        int best = -1;
+        std::array<int, 3> best_key{};
+        for (int g = 0; g < gpus; ++g) {
+          if (std::find(mine.begin(), mine.end(), g) != mine.end()) continue;
+          if (capped && !(load[g] < base || (load[g] == base && extra > 0))) continue;
+          const std::array<int, 3> key = {
+              distance(here, place_of(topo_.gpus[step_gpus_[g].gpu].locality)), load[g], g};
+          if (best < 0 || key < best_key) {
+            best = g;
+            best_key = key;
+          }
         }
-        const int key[3] = {distance(here, place_of(topo_.gpus[step_gpus_[g].gpu].locality)),
-                            load[g], g};
-        if (best < 0 || std::lexicographical_compare(key, key + 3, best_key, best_key + 3)) {
-          best = g;
-          std::copy(key, key + 3, best_key);
-        }
+        if (best < 0) continue;
+        if (load[best] == base && extra > 0) --extra;
+        ++load[best];
+        mine.push_back(best);
+        break;
       }
-      if (best < 0) break;
-      ++load[best];
-      task_gpus_[task].push_back(best);
     }
   }
 }
@@ -405,6 +417,29 @@ void Planner::spill(int task, int wanted, const Place& anchor) {
   }
 }
 
+// A task left with no core while others hold several: the task holding most cores (nearest
+// first) gives up its last one, so no core is shared while there are enough.
+bool Planner::take_from_richest(int task) {
+  const Place anchor = task_place(task);
+  int donor = -1;
+  std::array<int, 3> best_key{};
+  for (int other = 0; other < ntasks_; ++other) {
+    const int held = static_cast<int>(task_cores_[other].size());
+    if (held < 2) continue;
+    const std::array<int, 3> key = {-held, distance(anchor, place_of(usable_[task_cores_[other].back()])), other};
+    if (donor < 0 || key < best_key) {
+      donor = other;
+      best_key = key;
+    }
+  }
+  if (donor < 0) return false;
+  Region& from = task_cores_[donor];
+  std::sort(from.begin(), from.end());
+  task_cores_[task].push_back(from.back());
+  from.pop_back();
+  return true;
+}
+
 // More tasks than cores: the task shares the least-loaded core nearest its anchor.
 void Planner::share_core(int task, const Place& anchor) {
   int best = -1;
@@ -449,7 +484,14 @@ void Planner::assign_cores() {
   std::stable_sort(homes.begin(), homes.end(),
                    [](const Home& a, const Home& b) { return a.cpus.count() < b.cpus.count(); });
 
+  home_share_.assign(ntasks_, 1);
   for (const Home& home : homes) {
+    int capacity = 0;
+    for (const Core& core : topo_.cores) {
+      capacity += home.cpus.test(core.pus[0]) && !reserved_.test(core.pus[0]);
+    }
+    const std::vector<int> fair = even_split(capacity, static_cast<int>(home.tasks.size()));
+    for (size_t j = 0; j < home.tasks.size(); ++j) home_share_[home.tasks[j]] = std::max(1, fair[j]);
     Region free;
     for (size_t u = 0; u < usable_.size(); ++u) {
       if (core_owners_[u] == 0 && usable_[u].pus.is_subset_of(home.cpus)) {
@@ -466,7 +508,8 @@ void Planner::assign_cores() {
     }
   }
 
-  // Tasks whose home had too few free cores: wanted count, or an even share of what is left.
+  // Tasks whose home had too few free cores (the step's CPUs lie elsewhere): the wanted count, or
+  // what their home would have given them, within an even share of what is left.
   std::vector<int> short_tasks;
   for (int task = 0; task < ntasks_; ++task) {
     const int have = static_cast<int>(task_cores_[task].size());
@@ -479,14 +522,16 @@ void Planner::assign_cores() {
                                       : even_split(free_left, static_cast<int>(short_tasks.size()));
   for (size_t i = 0; i < short_tasks.size(); ++i) {
     const int task = short_tasks[i];
-    const int target = wanted > 0 ? wanted : std::max(1, shares[i]);
+    const int target = wanted > 0 ? wanted : std::max(1, std::min(shares[i], home_share_[task]));
     spill(task, target, task_place(task));
   }
   bool shared = false;
   for (int task = 0; task < ntasks_; ++task) {
     if (!task_cores_[task].empty()) continue;
-    share_core(task, task_place(task));
-    shared = true;
+    if (!take_from_richest(task)) {
+      share_core(task, task_place(task));
+      shared = true;
+    }
   }
   if (shared) {
     warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +

@@ -64,8 +64,13 @@ CpuSet Topology::numa_pus(int numa) const {
 namespace {
 
 bool parse_index(const std::string& text, int& value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return !text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= 0;
+  int parsed = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || parsed < 0) {
+    return false;
+  }
+  value = parsed;
+  return true;
 }
 
 // "c1:00.0" and "0000:c1:00.0" name the same device.

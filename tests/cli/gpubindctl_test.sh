@@ -1,2 +1,80 @@
-#!/bin/sh
-exit 0
+#!/usr/bin/env bash
+# gpubindctl as a user runs it: output, JSON shape and exit codes on good and bad input.
+# Usage: gpubindctl_test.sh PATH/TO/gpubindctl FIXTURES_DIR
+set -uo pipefail
+ctl=$1
+fixtures=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME EXPECTED_EXIT PATTERN -- COMMAND...
+  local name=$1 want_rc=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want_rc ]]; then
+    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -5; failed=$((failed + 1)); return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -5; failed=$((failed + 1)); return
+  fi
+  echo "ok   $name"
+  passed=$((passed + 1))
+}
+
+lumi=(--topology "$fixtures/lumi-g.xml" --policy "$fixtures/lumi-g.policy")
+
+check "plan json rank 0" 0 '^\{"tasks":\[\{"rank":0,"cpus":"49-55","cpu_mask":"0xfe000000000000","ncores":7,"gpus":\[\{"index":0,"pci":"0000:c1:00.0"' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --json
+check "plan json env" 0 '"nic":"hsn0","numa":3,"l3":6,"env":\{"ROCR_VISIBLE_DEVICES":"0"' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --json
+check "plan table" 0 '^7 +41-47 +0xfe0000000000 +7 +5 +2 +7 \(0000:de:00.0\) +hsn3$' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8
+check "plan order=cpu" 0 '^0 +1-7 +0xfe +7 +0 +0 +4 \(0000:d1:00.0\) +hsn2$' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --order cpu
+check "plan gpu subset + cpus" 0 '^0 +17-20 +0x1e0000 +4 +2 +1 +2 ' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 2 --gpus 2 --cpus 0-63
+check "plan mask cpus" 0 '"cpus":"49-55"' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 1 --gpus 0 --cpus 0xfe000000000000 --json
+check "plan omp" 0 '"OMP_PLACES":"cores","OMP_PROC_BIND":"close"' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --omp --json
+check "plan warning" 0 '^warning: .*share cores' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 60
+check "plan --flag=value" 0 '"cpus":"49-52"' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks=8 --cpus-per-task=4 --json
+check "topology text" 0 '^0 +0000:c1:00.0 +amd +rsmi0 +1/1 +0 +L3 6 +48-55,112-119$' \
+  -- "$ctl" topology --topology "$fixtures/lumi-g.xml"
+check "topology json" 0 '"gpus":\[\{"index":0,"pci":"0000:c1:00.0","vendor":"amd"' \
+  -- "$ctl" topology --topology "$fixtures/lumi-g.xml" --json
+check "topology live" 0 '^Node .* from live: ' -- "$ctl" topology --topology live
+check "help" 0 '^usage: gpubindctl' -- "$ctl" --help
+
+# Bad input: a clear message naming the fault, exit 2.
+check "no command" 2 'no command given' -- "$ctl"
+check "unknown command" 2 "unknown command 'frobnicate'" -- "$ctl" frobnicate
+check "unknown option" 2 'unknown option --bogus' -- "$ctl" plan --bogus 1
+check "missing value" 2 '--ntasks needs a value' -- "$ctl" plan "${lumi[@]}" --ntasks
+check "missing ntasks" 2 '--ntasks N is required' -- "$ctl" plan "${lumi[@]}"
+check "bad ntasks" 2 "--ntasks: expected a whole number from 1 to 4096, got 'x'" -- "$ctl" plan "${lumi[@]}" --ntasks x
+check "zero ntasks" 2 "--ntasks: expected a whole number from 1 to 4096, got '0'" -- "$ctl" plan "${lumi[@]}" --ntasks 0
+check "bad order" 2 "--order: expected 'gpu' or 'cpu', got 'rank'" -- "$ctl" plan "${lumi[@]}" --ntasks 1 --order rank
+check "bad cpus" 2 "--cpus: invalid cpu list '1-x'" -- "$ctl" plan "${lumi[@]}" --ntasks 1 --cpus 1-x
+check "reserved cpus only" 2 'cannot plan: no usable CPUs' -- "$ctl" plan "${lumi[@]}" --ntasks 1 --cpus 0,8
+check "unknown gpu" 2 'cannot plan: GPU 9 does not exist' -- "$ctl" plan "${lumi[@]}" --ntasks 1 --gpus 9
+check "missing topology" 2 "topology file '/nonexistent.xml': No such file or directory" \
+  -- "$ctl" plan --topology /nonexistent.xml --ntasks 1
+check "no topology" 2 'topology FILE.xml' -- "$ctl" topology
+printf 'smt: 1\nreserved_cpus: "0-"\n' >"$tmp/bad.conf"
+check "bad policy" 2 "$tmp/bad.conf:2: reserved_cpus: invalid cpu list" \
+  -- "$ctl" plan --topology "$fixtures/lumi-g.xml" --policy "$tmp/bad.conf" --ntasks 1
+printf 'gpu_order: "3"\n' >"$tmp/order.conf"
+check "bad gpu_order" 2 "order.conf: gpu_order names 1 GPUs but the node has 8" \
+  -- "$ctl" topology --topology "$fixtures/lumi-g.xml" --policy "$tmp/order.conf"
+printf '<topology>' >"$tmp/broken.xml"
+check "broken xml" 2 "topology file '$tmp/broken.xml'" -- "$ctl" topology --topology "$tmp/broken.xml"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

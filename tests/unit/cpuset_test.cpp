@@ -1,1 +1,90 @@
+#include "gpubind/cpuset.h"
+
 #include <gtest/gtest.h>
+
+namespace gpubind {
+namespace {
+
+TEST(CpuSet, ParsesListsWithRangesAndSpaces) {
+  auto set = CpuSet::parse_list(" 0-3, 8,10-11 ");
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->to_vector(), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(set->to_list(), "0-3,8,10-11");
+}
+
+TEST(CpuSet, EmptyListIsEmptySet) {
+  auto set = CpuSet::parse_list("");
+  ASSERT_TRUE(set);
+  EXPECT_TRUE(set->empty());
+  EXPECT_EQ(set->to_list(), "");
+  EXPECT_EQ(set->to_mask(), "0x0");
+}
+
+TEST(CpuSet, RejectsMalformedListsNamingTheFault) {
+  struct Case {
+    const char* text;
+    const char* fault;
+  };
+  for (const Case& c : {Case{"1-", "'' is not a CPU number"}, Case{"a", "'a' is not a CPU number"},
+                        Case{"3-1", "runs backwards"}, Case{"1,,2", "empty item"},
+                        Case{"70000", "out of range"}, Case{"-1", "'' is not a CPU number"},
+                        Case{"1.5", "'1.5' is not a CPU number"}}) {
+    auto set = CpuSet::parse_list(c.text);
+    ASSERT_FALSE(set) << c.text;
+    EXPECT_NE(set.error().message.find(c.fault), std::string::npos) << set.error().message;
+    EXPECT_NE(set.error().message.find(c.text), std::string::npos) << set.error().message;
+  }
+}
+
+TEST(CpuSet, ParsesSlurmAndLinuxMasks) {
+  auto slurm = CpuSet::parse_mask("0xfe000000000000");
+  ASSERT_TRUE(slurm);
+  EXPECT_EQ(slurm->to_list(), "49-55");
+  auto linux_style = CpuSet::parse_mask("ff,ffffffff");
+  ASSERT_TRUE(linux_style);
+  EXPECT_EQ(linux_style->to_list(), "0-39");
+  auto upper = CpuSet::parse_mask("0XFE");
+  ASSERT_TRUE(upper);
+  EXPECT_EQ(upper->to_list(), "1-7");
+}
+
+TEST(CpuSet, RejectsMalformedMasks) {
+  for (const char* text : {"0x", "0xfg", "1,ff", "", "0x12,,00000000"}) {
+    EXPECT_FALSE(CpuSet::parse_mask(text)) << text;
+  }
+}
+
+TEST(CpuSet, MaskRoundTripsBeyond64Cpus) {
+  const CpuSet set = CpuSet::of({0, 63, 64, 127, 200});
+  auto back = CpuSet::parse_mask(set.to_mask());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, set);
+  EXPECT_EQ(CpuSet::range(49, 55).to_mask(), "0xfe000000000000");
+}
+
+TEST(CpuSet, SetAlgebra) {
+  const CpuSet a = CpuSet::range(0, 7), b = CpuSet::range(4, 11);
+  EXPECT_EQ((a & b).to_list(), "4-7");
+  EXPECT_EQ((a | b).to_list(), "0-11");
+  EXPECT_EQ(a.minus(b).to_list(), "0-3");
+  EXPECT_TRUE(a.intersects(b));
+  EXPECT_FALSE(a.intersects(CpuSet::range(100, 101)));
+  EXPECT_TRUE(CpuSet::range(1, 2).is_subset_of(a));
+  EXPECT_FALSE(b.is_subset_of(a));
+  EXPECT_EQ(b.first(), 4);
+  EXPECT_EQ(b.last(), 11);
+  EXPECT_EQ(b.count(), 8);
+  // Emptied sets compare equal to fresh ones (no trailing zero words).
+  EXPECT_EQ(CpuSet::range(100, 130).minus(CpuSet::range(100, 130)), CpuSet());
+  CpuSet c = CpuSet::of({3, 200});
+  c.reset(200);
+  EXPECT_EQ(c, CpuSet::of({3}));
+}
+
+TEST(CpuSet, FormatsIntegerLists) {
+  EXPECT_EQ(format_int_list({5, 0, 1, 2, 7, 8, 2}), "0-2,5,7-8");
+  EXPECT_EQ(format_int_list({}), "");
+}
+
+}  // namespace
+}  // namespace gpubind

@@ -1,1 +1,519 @@
+#include "gpubind/planner.h"
+
 #include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "../support/fixtures.h"
+#include "../support/invariants.h"
+
+namespace gpubind {
+namespace {
+
+using testing::fixture;
+using testing::lumi_policy;
+
+Plan plan_or_fail(const Topology& t, const SitePolicy& policy, const PlanRequest& request) {
+  auto plan = make_plan(t, policy, request);
+  if (!plan) {
+    ADD_FAILURE() << plan.error().message;
+    return {};
+  }
+  return std::move(*plan);
+}
+
+PlanRequest tasks(int n) {
+  PlanRequest request;
+  request.ntasks = n;
+  return request;
+}
+
+std::string env_of(const TaskPlan& task, const std::string& name) {
+  for (const EnvVar& var : task.env) {
+    if (var.name == name) return var.value;
+  }
+  return "<unset>";
+}
+
+const EnvVar* find_env(const TaskPlan& task, const std::string& name) {
+  for (const EnvVar& var : task.env) {
+    if (var.name == name) return &var;
+  }
+  return nullptr;
+}
+
+std::set<int> l3s_of(const Topology& t, const CpuSet& cpus) {
+  std::set<int> l3s;
+  for (const Core& core : t.cores) {
+    for (int pu : core.pus) {
+      if (cpus.test(pu)) l3s.insert(core.l3);
+    }
+  }
+  return l3s;
+}
+
+// --- LUMI-G: the site-published binding -------------------------------------------------------
+
+TEST(PlannerLumi, EightRanksMatchTheSitePublishedMasks) {
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), tasks(8));
+  const char* masks[] = {"0xfe000000000000", "0xfe00000000000000", "0xfe0000", "0xfe000000",
+                         "0xfe", "0xfe00", "0xfe00000000", "0xfe0000000000"};
+  ASSERT_EQ(plan.tasks.size(), 8u);
+  for (int r = 0; r < 8; ++r) {
+    const TaskPlan& task = plan.tasks[r];
+    EXPECT_EQ(task.cpus.to_mask(), masks[r]) << "rank " << r;
+    ASSERT_EQ(task.gpus.size(), 1u);
+    EXPECT_EQ(task.gpus[0].gpu, r) << "rank i -> GCD i";
+    EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), std::to_string(r));
+    EXPECT_EQ(task.ncores, 7);
+  }
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-55");
+  EXPECT_EQ(plan.tasks[0].numa, 3);
+  EXPECT_EQ(plan.tasks[0].l3, 6);
+  EXPECT_TRUE(plan.warnings.empty());
+}
+
+TEST(PlannerLumi, NicIsThePairsSlingshotNic) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
+  for (int r = 0; r < 8; ++r) {
+    ASSERT_GE(plan.tasks[r].nic, 0);
+    EXPECT_EQ(t.nics[plan.tasks[r].nic].name, "hsn" + std::to_string(r / 2)) << "rank " << r;
+    EXPECT_EQ(env_of(plan.tasks[r], "NCCL_SOCKET_IFNAME"), "hsn" + std::to_string(r / 2));
+    EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_POLICY"), "USER");
+    EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_MAPPING"), "0:0-1; 1:2-3; 2:4-5; 3:6-7");
+  }
+}
+
+TEST(PlannerLumi, ReservedCoresAreNeverGiven) {
+  const Topology& t = fixture("lumi-g");
+  const CpuSet reserved = reserved_cpus(t, lumi_policy());
+  EXPECT_EQ(reserved.to_list(), "0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120");
+  for (int n : {1, 3, 8, 16, 24, 56}) {
+    const Plan plan = plan_or_fail(t, lumi_policy(), tasks(n));
+    for (const TaskPlan& task : plan.tasks) {
+      EXPECT_FALSE(task.cpus.intersects(reserved)) << n << " tasks, rank " << task.rank;
+      EXPECT_FALSE(task.cpus.empty());
+    }
+  }
+}
+
+TEST(PlannerLumi, ConsecutiveRanksShareAGpuAndSplitItsCcd) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(16));
+  for (int r = 0; r < 16; ++r) {
+    ASSERT_EQ(plan.tasks[r].gpus.size(), 1u);
+    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2) << "rank " << r;
+    EXPECT_TRUE(plan.tasks[r].cpus.is_subset_of(t.gpus[r / 2].locality.cpus)) << "rank " << r;
+  }
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-52");
+  EXPECT_EQ(plan.tasks[1].cpus.to_list(), "53-55");
+}
+
+TEST(PlannerLumi, TwentyFourTasksSplitEachCcdUnevenlyInsteadOfStraddling) {
+  const Topology& t = fixture("lumi-g");
+  for (Order order : {Order::kGpu, Order::kCpu}) {
+    PlanRequest request = tasks(24);
+    request.order = order;
+    const Plan plan = plan_or_fail(t, lumi_policy(), request);
+    std::map<int, std::vector<int>> sizes_by_l3;
+    for (const TaskPlan& task : plan.tasks) {
+      const auto l3s = l3s_of(t, task.cpus);
+      ASSERT_EQ(l3s.size(), 1u) << "rank " << task.rank << " straddles L3s: " << task.cpus.to_list();
+      sizes_by_l3[*l3s.begin()].push_back(task.cpus.count());
+    }
+    ASSERT_EQ(sizes_by_l3.size(), 8u);
+    for (const auto& [l3, sizes] : sizes_by_l3) {
+      EXPECT_EQ(sizes, (std::vector<int>{3, 2, 2})) << "L3 " << l3 << " order " << order_name(order);
+    }
+  }
+}
+
+TEST(PlannerLumi, OrderCpuFollowsCoresAndPicksTheLocalGpu) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(8);
+  request.order = Order::kCpu;
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  // Frontier/mpibind convention: rank 0 on cores 1-7 with the GCD attached to CCD 0 (GCD 4).
+  const int gcd_of_ccd[] = {4, 5, 2, 3, 6, 7, 0, 1};
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(plan.tasks[r].cpus.to_list(),
+              std::to_string(8 * r + 1) + "-" + std::to_string(8 * r + 7));
+    ASSERT_EQ(plan.tasks[r].gpus.size(), 1u);
+    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, gcd_of_ccd[r]) << "rank " << r;
+  }
+}
+
+TEST(PlannerLumi, FewerTasksThanGpusGetGpusThatSitTogether) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(4));
+  for (int r = 0; r < 4; ++r) {
+    const TaskPlan& task = plan.tasks[r];
+    ASSERT_EQ(task.gpus.size(), 2u);
+    // One MI250X = GCDs 2r and 2r+1, both in the same NUMA node.
+    EXPECT_EQ(task.gpus[0].gpu, 2 * r);
+    EXPECT_EQ(task.gpus[1].gpu, 2 * r + 1);
+    EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"),
+              std::to_string(2 * r) + "," + std::to_string(2 * r + 1));
+    // Cores from both GCDs' CCDs: 14 usable cores.
+    EXPECT_EQ(task.cpus.count(), 14);
+    EXPECT_TRUE(task.cpus.is_subset_of(t.gpus[2 * r].locality.cpus | t.gpus[2 * r + 1].locality.cpus));
+  }
+}
+
+TEST(PlannerLumi, ThreeTasksOnEightGpusStayClose) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(3));
+  ASSERT_EQ(plan.tasks[0].gpus.size(), 3u);
+  ASSERT_EQ(plan.tasks[1].gpus.size(), 3u);
+  ASSERT_EQ(plan.tasks[2].gpus.size(), 2u);
+  std::set<int> seen;
+  for (const TaskPlan& task : plan.tasks) {
+    for (const TaskGpu& gpu : task.gpus) EXPECT_TRUE(seen.insert(gpu.gpu).second) << gpu.gpu;
+  }
+  // The task with two GPUs gets one whole MI250X.
+  EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].gpu].locality.numa,
+            t.gpus[plan.tasks[2].gpus[1].gpu].locality.numa);
+}
+
+TEST(PlannerLumi, MultiGpuTasksTakeTheNearestGpusNotTheNextInStepOrder) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{0, "0"}, {2, "1"}, {1, "2"}, {3, "3"}};
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "0,2") << "GCDs 0 and 1: one MI250X";
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1,3") << "GCDs 2 and 3";
+}
+
+TEST(PlannerLumi, StepGpuSubsetAndTokensAreRespected) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  // As in a step where Slurm's cgroup renumbered the two GPUs it gave.
+  request.gpus = std::vector<StepGpu>{{2, "0"}, {3, "1"}};
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(plan.tasks[0].gpus[0].gpu, 2);
+  EXPECT_EQ(plan.tasks[0].gpus[0].step_index, 0);
+  EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "17-23");
+  EXPECT_EQ(plan.tasks[1].cpus.to_list(), "25-31");
+}
+
+TEST(PlannerLumi, AllowedCpusOutsideTheGpuDomainSpillToTheNearestFreeCcd) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(1);
+  request.gpus = std::vector<StepGpu>{{0, "0"}};  // GCD 0 sits on CCD 6 (NUMA 3)
+  request.allowed_cpus = *CpuSet::parse_list("0-47,64-111");  // CCDs 0-5 only
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(*request.allowed_cpus));
+  // It gets what its own CCD would have given (7 cores), from one CCD as close as possible.
+  EXPECT_EQ(plan.tasks[0].ncores, 7);
+  EXPECT_EQ(l3s_of(t, plan.tasks[0].cpus).size(), 1u) << plan.tasks[0].cpus.to_list();
+}
+
+TEST(PlannerLumi, CpusPerTaskTakesCoresFromTheGpuCcd) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(8);
+  request.cpus_per_task = 4;
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-52");
+  EXPECT_EQ(plan.tasks[4].cpus.to_list(), "1-4");
+  EXPECT_TRUE(plan.warnings.empty());
+}
+
+TEST(PlannerLumi, CpusPerTaskLargerThanACcdSpillsIntoTheNeighbour) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{0, "0"}, {2, "1"}};
+  request.cpus_per_task = 14;
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  // GCD 0 is on CCD 6; the nearest free cores are CCD 7 in the same NUMA node.
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-55,57-63");
+  EXPECT_EQ(plan.tasks[1].cpus.to_list(), "17-23,25-31");
+}
+
+TEST(PlannerLumi, CpusPerTaskBeyondTheNodeIsCappedWithAWarning) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(8);
+  request.cpus_per_task = 8;  // 64 cores asked, 56 usable
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("cpus-per-task 8"), std::string::npos) << plan.warnings[0];
+  EXPECT_TRUE(testing::no_core_shared(t, plan));
+  for (const TaskPlan& task : plan.tasks) EXPECT_EQ(task.ncores, 7);
+}
+
+TEST(PlannerLumi, MoreTasksThanCoresShareWithAWarning) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(60));
+  ASSERT_EQ(plan.tasks.size(), 60u);
+  bool warned = false;
+  for (const std::string& w : plan.warnings) warned |= w.find("share cores") != std::string::npos;
+  EXPECT_TRUE(warned);
+  for (const TaskPlan& task : plan.tasks) EXPECT_EQ(task.cpus.count(), 1);
+}
+
+TEST(PlannerLumi, NoCoreSharedWhileCoresSuffice) {
+  const Topology& t = fixture("lumi-g");
+  for (int n = 1; n <= 56; ++n) {
+    for (Order order : {Order::kGpu, Order::kCpu}) {
+      PlanRequest request = tasks(n);
+      request.order = order;
+      const Plan plan = plan_or_fail(t, lumi_policy(), request);
+      EXPECT_TRUE(testing::no_core_shared(t, plan)) << n << " tasks, order " << order_name(order);
+      EXPECT_TRUE(plan.warnings.empty()) << n << ": " << plan.warnings[0];
+    }
+  }
+}
+
+TEST(PlannerLumi, SmtFromPolicyOrRequest) {
+  const Topology& t = fixture("lumi-g");
+  SitePolicy both_threads = lumi_policy();
+  both_threads.smt = 0;
+  const Plan all = plan_or_fail(t, both_threads, tasks(8));
+  EXPECT_EQ(all.tasks[0].cpus.to_list(), "49-55,113-119");
+  EXPECT_EQ(all.tasks[0].ncores, 7);
+  EXPECT_EQ(env_of(all.tasks[0], "OMP_NUM_THREADS"), "14");
+  PlanRequest one = tasks(8);
+  one.smt = 1;
+  EXPECT_EQ(plan_or_fail(t, both_threads, one).tasks[0].cpus.to_list(), "49-55");
+}
+
+TEST(PlannerLumi, TasksPerGpu) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(8);
+  request.tasks_per_gpu = 2;
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2);
+  request.tasks_per_gpu = 1;
+  request.ntasks = 10;
+  const Plan over = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_EQ(over.warnings.size(), 1u);
+  EXPECT_NE(over.warnings[0].find("need 10 GPUs but the step has 8"), std::string::npos);
+}
+
+TEST(PlannerLumi, GpusPerTask) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus_per_task = 2;
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "2,3");
+  request.ntasks = 8;
+  const Plan over = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_EQ(over.warnings.size(), 1u);
+  EXPECT_NE(over.warnings[0].find("tasks share GPUs"), std::string::npos);
+  EXPECT_EQ(env_of(over.tasks[0], "ROCR_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(env_of(over.tasks[1], "ROCR_VISIBLE_DEVICES"), "0,1");
+}
+
+TEST(PlannerLumi, Deterministic) {
+  const Topology& t = fixture("lumi-g");
+  for (int n : {3, 8, 24}) {
+    const std::string a = testing::fingerprint(plan_or_fail(t, lumi_policy(), tasks(n)));
+    const std::string b = testing::fingerprint(plan_or_fail(t, lumi_policy(), tasks(n)));
+    EXPECT_EQ(a, b);
+  }
+}
+
+// --- Request errors ------------------------------------------------------------------------
+
+TEST(PlannerErrors, BadRequestsAreRefusedWithAReason) {
+  const Topology& t = fixture("lumi-g");
+  auto expect_error = [&](const PlanRequest& request, const std::string& text) {
+    auto plan = make_plan(t, lumi_policy(), request);
+    ASSERT_FALSE(plan) << text;
+    EXPECT_NE(plan.error().message.find(text), std::string::npos) << plan.error().message;
+  };
+  expect_error(tasks(0), "ntasks must be at least 1");
+  expect_error(tasks(kMaxTasks + 1), "exceeds the limit");
+  PlanRequest r = tasks(1);
+  r.gpus = std::vector<StepGpu>{{8, "8"}};
+  expect_error(r, "GPU 8 does not exist");
+  r.gpus = std::vector<StepGpu>{{1, "0"}, {1, "1"}};
+  expect_error(r, "GPU 1 is listed twice");
+  r.gpus = std::vector<StepGpu>{{1, ""}};
+  expect_error(r, "empty token");
+  r = tasks(1);
+  r.allowed_cpus = CpuSet::of({0, 8, 64});
+  expect_error(r, "no usable CPUs");
+  r = tasks(1);
+  r.cpus_per_task = -1;
+  expect_error(r, "cpus-per-task must not be negative");
+}
+
+TEST(PlannerErrors, CpusOutsideTheTopologyAreIgnoredWithAWarning) {
+  PlanRequest r = tasks(1);
+  r.allowed_cpus = CpuSet::of({1, 2, 500});
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), r);
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "1-2");
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("500"), std::string::npos);
+}
+
+// --- Other nodes ------------------------------------------------------------------------------
+
+TEST(PlannerAurora, TasksSharingAGpuGetTilesInZeAffinityMask) {
+  const Topology& t = fixture("aurora-pvc");
+  SitePolicy policy;
+  policy.reserved_cpus = *CpuSet::parse_list("0,52,104,156");
+  const Plan plan = plan_or_fail(t, policy, tasks(12));
+  for (int r = 0; r < 12; ++r) {
+    EXPECT_EQ(env_of(plan.tasks[r], "ZE_AFFINITY_MASK"),
+              std::to_string(r / 2) + "." + std::to_string(r % 2))
+        << "rank " << r;
+    EXPECT_EQ(plan.tasks[r].gpus[0].tile, r % 2);
+  }
+  EXPECT_FALSE(plan.tasks[0].cpus.test(0));
+  EXPECT_TRUE(testing::no_core_shared(t, plan));
+  // Whole GPUs when each task has its own.
+  const Plan whole = plan_or_fail(t, policy, tasks(6));
+  EXPECT_EQ(env_of(whole.tasks[4], "ZE_AFFINITY_MASK"), "4");
+}
+
+TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {
+  const Topology& t = fixture("aurora-pvc");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
+  std::vector<std::string> nics;
+  for (const TaskPlan& task : plan.tasks) nics.push_back(t.nics[task.nic].name);
+  EXPECT_EQ(nics, (std::vector<std::string>{"hsn0", "hsn1", "hsn2", "hsn4", "hsn5", "hsn6"}));
+}
+
+TEST(PlannerDgx, NvidiaEnvAndInfinibandNicBehindTheSameSwitch) {
+  const Topology& t = fixture("dgx-h100");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(8));
+  for (int r = 0; r < 8; ++r) {
+    const TaskPlan& task = plan.tasks[r];
+    EXPECT_EQ(env_of(task, "CUDA_VISIBLE_DEVICES"), std::to_string(r));
+    EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
+    EXPECT_EQ(t.nics[task.nic].name, "mlx5_" + std::to_string(r)) << "rank " << r;
+    EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "mlx5_" + std::to_string(r));
+    EXPECT_EQ(env_of(task, "UCX_NET_DEVICES"), "mlx5_" + std::to_string(r) + ":1");
+    EXPECT_EQ(env_of(task, "MPICH_OFI_NIC_POLICY"), "<unset>");
+    EXPECT_EQ(task.cpus.count(), 28) << "14 cores x 2 threads of its package";
+  }
+}
+
+TEST(PlannerMi300a, PartitionsOfOneApuSplitItsL3s) {
+  const Topology& t = fixture("mi300a-tpx");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(12));
+  for (int r = 0; r < 12; ++r) {
+    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r);
+    EXPECT_EQ(l3s_of(t, plan.tasks[r].cpus), std::set<int>{r}) << "rank " << r;
+    EXPECT_EQ(t.nics[plan.tasks[r].nic].name, "hsn" + std::to_string(r / 3));
+  }
+}
+
+TEST(PlannerA100, PolicyGpuOrderChangesNumberingNotLocality) {
+  Topology t = fixture("a100-pcionly");
+  const Plan pci_order = plan_or_fail(t, SitePolicy(), tasks(4));
+  EXPECT_EQ(pci_order.tasks[0].numa, 3) << "GPU 0 (bus 03) sits on NUMA 3";
+  ASSERT_TRUE(apply_gpu_order(t, {"3", "2", "1", "0"}));
+  const Plan reordered = plan_or_fail(t, SitePolicy(), tasks(4));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(reordered.tasks[r].numa, r);
+    EXPECT_EQ(env_of(reordered.tasks[r], "CUDA_VISIBLE_DEVICES"), std::to_string(r));
+    EXPECT_EQ(t.nics[reordered.tasks[r].nic].locality.numa, r);
+  }
+}
+
+TEST(PlannerWorkstation, NoNicMeansNoNicEnv) {
+  const Topology& t = fixture("workstation-mixed");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(2));
+  EXPECT_EQ(plan.tasks[0].nic, -1);
+  EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1") << "per-vendor variable";
+  EXPECT_EQ(env_of(plan.tasks[0], "NCCL_SOCKET_IFNAME"), "<unset>");
+  EXPECT_EQ(env_of(plan.tasks[0], "GPUBIND_NIC"), "<unset>");
+}
+
+TEST(PlannerNoGpus, CpuOnlyStepsPlanByCoresWithoutGpuEnv) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(4);
+  request.gpus = std::vector<StepGpu>{};
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  for (const TaskPlan& task : plan.tasks) {
+    EXPECT_TRUE(task.gpus.empty());
+    EXPECT_EQ(task.ncores, 14);
+    EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
+    EXPECT_GE(task.nic, 0) << "NIC nearest the task's cores";
+  }
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "1-7,9-15");
+  EXPECT_EQ(t.nics[plan.tasks[0].nic].name, "hsn2") << "hsn2 sits on CCD 1, NUMA 0";
+}
+
+// --- Environment --------------------------------------------------------------------------------
+
+TEST(PlannerEnv, OmpThreadsOnlyIfUnsetAndPlacesOnlyOnRequest) {
+  const Topology& t = fixture("lumi-g");
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
+  const EnvVar* threads = find_env(plan.tasks[0], "OMP_NUM_THREADS");
+  ASSERT_NE(threads, nullptr);
+  EXPECT_EQ(threads->value, "7");
+  EXPECT_TRUE(threads->only_if_unset);
+  EXPECT_EQ(find_env(plan.tasks[0], "OMP_PLACES"), nullptr);
+  EXPECT_EQ(find_env(plan.tasks[0], "OMP_PROC_BIND"), nullptr);
+  PlanRequest omp = tasks(8);
+  omp.omp_places = true;
+  const Plan with = plan_or_fail(t, lumi_policy(), omp);
+  EXPECT_EQ(env_of(with.tasks[0], "OMP_PLACES"), "cores");
+  EXPECT_EQ(env_of(with.tasks[0], "OMP_PROC_BIND"), "close");
+}
+
+TEST(PlannerEnv, GroupsCanBeSwitchedOff) {
+  PlanRequest request = tasks(8);
+  request.gpu_env = false;
+  request.nic_env = false;
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), request);
+  EXPECT_EQ(find_env(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), nullptr);
+  EXPECT_EQ(find_env(plan.tasks[0], "NCCL_SOCKET_IFNAME"), nullptr);
+  EXPECT_EQ(env_of(plan.tasks[0], "GPUBIND_GPUS"), "0") << "information stays";
+}
+
+TEST(PlannerEnv, InformationalVariablesAndMarker) {
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), tasks(8));
+  const TaskPlan& task = plan.tasks[1];
+  EXPECT_EQ(env_of(task, "GPUBIND_BOUND"), "1");
+  EXPECT_EQ(env_of(task, "GPUBIND_LOCAL_RANK"), "1");
+  EXPECT_EQ(env_of(task, "GPUBIND_CPUS"), "57-63");
+  EXPECT_EQ(env_of(task, "GPUBIND_GPUS"), "1");
+  EXPECT_EQ(env_of(task, "GPUBIND_GPU_PCI"), "0000:c6:00.0");
+  EXPECT_EQ(env_of(task, "GPUBIND_NIC"), "hsn0");
+  EXPECT_EQ(env_of(task, "GPUBIND_NUMA"), "3");
+}
+
+TEST(PlannerEnv, SiteTemplatesWithPlaceholders) {
+  SitePolicy policy = lumi_policy();
+  policy.gpu_env = {{"HIP_VISIBLE_DEVICES", "{gpus}", "", false},
+                    {"MY_GPU_PCI", "{gpu_pci}", "nvidia", false}};
+  policy.nic_env = {{"FI_CXI_DEVICE", "{nic_rdma}", "", false}};
+  policy.omp_env = {{"OMP_NUM_THREADS", "{ncores}", "", true},
+                    {"MY_RANK_INFO", "{local_rank}/{ntasks}@{cpu_mask}", "", false}};
+  const Plan plan = plan_or_fail(fixture("lumi-g"), policy, tasks(8));
+  const TaskPlan& task = plan.tasks[2];
+  EXPECT_EQ(env_of(task, "HIP_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(env_of(task, "MY_GPU_PCI"), "<unset>") << "selector 'nvidia' on an AMD GPU";
+  EXPECT_EQ(env_of(task, "FI_CXI_DEVICE"), "cxi1");
+  EXPECT_EQ(env_of(task, "OMP_NUM_THREADS"), "7");
+  EXPECT_EQ(env_of(task, "MY_RANK_INFO"), "2/8@0xfe0000");
+  EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>") << "group replaced";
+}
+
+TEST(PlannerEnv, GpuEnvIsAlwaysASubListOfTheStepTokens) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(5);
+  request.gpus = std::vector<StepGpu>{{7, "GPU-a"}, {1, "GPU-b"}, {4, "GPU-c"}};
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  const std::set<std::string> tokens = {"GPU-a", "GPU-b", "GPU-c"};
+  for (const TaskPlan& task : plan.tasks) {
+    const std::string value = env_of(task, "ROCR_VISIBLE_DEVICES");
+    EXPECT_TRUE(tokens.count(value)) << value;
+  }
+  EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "GPU-a");
+  EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(t.gpus[7].locality.cpus));
+}
+
+}  // namespace
+}  // namespace gpubind

@@ -1,1 +1,205 @@
+#include "gpubind/topology_hwloc.h"
+
 #include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../support/fixtures.h"
+
+namespace gpubind {
+namespace {
+
+using testing::fixture;
+using testing::fixture_path;
+
+std::vector<int> gpu_l3s(const Topology& t) {
+  std::vector<int> l3s;
+  for (const Gpu& gpu : t.gpus) l3s.push_back(gpu.locality.l3);
+  return l3s;
+}
+
+TEST(TopologyHwloc, LumiGCpuSide) {
+  const Topology& t = fixture("lumi-g");
+  EXPECT_EQ(t.hostname, "lumi-g");
+  EXPECT_EQ(t.package_count, 1);
+  EXPECT_EQ(t.numa_count, 4);
+  EXPECT_EQ(t.l3_count, 8);
+  ASSERT_EQ(t.cores.size(), 64u);
+  EXPECT_EQ(t.all_pus().count(), 128);
+  EXPECT_EQ(t.cores[9].pus, (std::vector<int>{9, 73}));
+  EXPECT_EQ(t.cores[9].l3, 1);
+  EXPECT_EQ(t.cores[17].numa, 1);
+  EXPECT_EQ(t.l3_pus(6).to_list(), "48-55,112-119");
+}
+
+TEST(TopologyHwloc, LumiGGpusInPciOrderWithTheirCcd) {
+  const Topology& t = fixture("lumi-g");
+  ASSERT_EQ(t.gpus.size(), 8u);
+  const char* buses[] = {"c1", "c6", "c9", "ce", "d1", "d6", "d9", "de"};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(t.gpus[i].index, i);
+    EXPECT_EQ(t.gpus[i].pci_bus_id, std::string("0000:") + buses[i] + ":00.0");
+    EXPECT_EQ(t.gpus[i].vendor, Vendor::kAmd);
+    EXPECT_EQ(t.gpus[i].os_name, "rsmi" + std::to_string(i));
+    EXPECT_EQ(t.gpus[i].locality.kind, LocalityKind::kL3);
+  }
+  EXPECT_EQ(gpu_l3s(t), (std::vector<int>{6, 7, 2, 3, 0, 1, 4, 5}));
+  EXPECT_EQ(t.gpus[0].locality.numa, 3);
+  EXPECT_EQ(t.gpus[0].locality.cpus.to_list(), "48-55,112-119");
+}
+
+TEST(TopologyHwloc, LumiGSlingshotNicsAndNoManagementNic) {
+  const Topology& t = fixture("lumi-g");
+  ASSERT_EQ(t.nics.size(), 4u) << "nmn0 must not match the default patterns";
+  const int l3s[] = {7, 3, 1, 5};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(t.nics[i].name, "hsn" + std::to_string(i)) << "hsn* comes before cxi*";
+    EXPECT_EQ(t.nics[i].netdev, "hsn" + std::to_string(i));
+    EXPECT_EQ(t.nics[i].rdma, "cxi" + std::to_string(i));
+    EXPECT_EQ(t.nics[i].kind, NicKind::kSlingshot);
+    EXPECT_EQ(t.nics[i].locality.l3, l3s[i]);
+    EXPECT_EQ(nic_ordinal(t.nics[i]), i);
+  }
+}
+
+TEST(TopologyHwloc, SitePatternsSelectOtherNics) {
+  auto t = load_topology_xml(fixture_path("lumi-g.xml"), {"nmn*"});
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->nics.size(), 1u);
+  EXPECT_EQ(t->nics[0].name, "nmn0");
+  EXPECT_EQ(t->nics[0].kind, NicKind::kEthernet);
+  EXPECT_EQ(t->nics[0].locality.kind, LocalityKind::kNuma) << "under the NUMA group, not an L3";
+  EXPECT_EQ(t->nics[0].locality.numa, 0);
+}
+
+TEST(TopologyHwloc, IntelTilesBelongToTheirGpu) {
+  const Topology& t = fixture("aurora-pvc");
+  ASSERT_EQ(t.gpus.size(), 6u);
+  for (const Gpu& gpu : t.gpus) {
+    EXPECT_EQ(gpu.vendor, Vendor::kIntel);
+    EXPECT_EQ(gpu.tiles, 2) << gpu.os_name;
+    EXPECT_EQ(gpu.partitions, 1);
+  }
+  EXPECT_EQ(t.gpus[3].pci_bus_id, "0001:18:00.0");
+  EXPECT_EQ(t.gpus[3].locality.package, 1);
+  EXPECT_EQ(t.nics.size(), 8u);
+}
+
+TEST(TopologyHwloc, GpusFoundByPciClassWithoutOsDevices) {
+  const Topology& t = fixture("dgx-h100");
+  ASSERT_EQ(t.gpus.size(), 8u);
+  for (const Gpu& gpu : t.gpus) {
+    EXPECT_EQ(gpu.vendor, Vendor::kNvidia);
+    EXPECT_TRUE(gpu.os_name.empty());
+  }
+  EXPECT_EQ(t.gpus[4].pci_bus_id, "0000:9d:00.0");
+  EXPECT_EQ(t.gpus[4].locality.kind, LocalityKind::kNuma);
+  EXPECT_EQ(t.gpus[4].locality.numa, 1);
+}
+
+TEST(TopologyHwloc, InfinibandNicsShareTheGpuSwitch) {
+  const Topology& t = fixture("dgx-h100");
+  const Nic& mlx5_0 = t.nics[0];
+  EXPECT_EQ(mlx5_0.name, "mlx5_0") << "mlx5_* comes before ib*";
+  EXPECT_EQ(mlx5_0.netdev, "ibp26s0");
+  EXPECT_EQ(mlx5_0.kind, NicKind::kInfiniband);
+  EXPECT_GE(mlx5_0.locality.pci_switch, 0);
+  EXPECT_EQ(mlx5_0.locality.pci_switch, t.gpus[0].locality.pci_switch);
+  EXPECT_NE(t.gpus[0].locality.pci_switch, t.gpus[1].locality.pci_switch);
+}
+
+TEST(TopologyHwloc, PartitionsOfOneDeviceAreSeparateGpus) {
+  const Topology& t = fixture("mi300a-tpx");
+  ASSERT_EQ(t.gpus.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(t.gpus[i].os_name, "rsmi" + std::to_string(i));
+    EXPECT_EQ(t.gpus[i].partition, i % 3);
+    EXPECT_EQ(t.gpus[i].partitions, 3);
+    EXPECT_EQ(t.gpus[i].locality.package, i / 3);
+  }
+  EXPECT_EQ(t.gpus[1].pci_bus_id, t.gpus[2].pci_bus_id);
+}
+
+TEST(TopologyHwloc, WorkstationIgnoresIntegratedAndBmcGraphics) {
+  const Topology& t = fixture("workstation-mixed");
+  ASSERT_EQ(t.gpus.size(), 2u);
+  EXPECT_EQ(t.gpus[0].vendor, Vendor::kNvidia);
+  EXPECT_EQ(t.gpus[0].os_name, "cuda0");
+  EXPECT_EQ(t.gpus[1].vendor, Vendor::kAmd);
+  EXPECT_EQ(t.gpus[1].os_name, "opencl0d0");
+  EXPECT_TRUE(t.nics.empty());
+}
+
+TEST(TopologyHwloc, ReversedNumaPlacement) {
+  const Topology& t = fixture("a100-pcionly");
+  ASSERT_EQ(t.gpus.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(t.gpus[i].locality.kind, LocalityKind::kNuma);
+    EXPECT_EQ(t.gpus[i].locality.numa, 3 - i);
+    EXPECT_EQ(t.nics[i].locality.numa, 3 - i);
+  }
+  EXPECT_EQ(t.nics[0].rdma, "");
+}
+
+TEST(TopologyHwloc, LiveDiscoveryFindsThisMachine) {
+  auto t = load_topology_live(SitePolicy::default_nic_patterns());
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->source, "live");
+  EXPECT_GE(t->cores.size(), 1u);
+  EXPECT_GE(t->all_pus().count(), static_cast<int>(t->cores.size()));
+}
+
+TEST(TopologyHwloc, MissingOrBrokenFilesNameTheFile) {
+  auto missing = load_topology_xml("/nonexistent/node.xml", {});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "topology file '/nonexistent/node.xml': No such file or directory");
+
+  const std::string path = ::testing::TempDir() + "/gpubind-broken.xml";
+  std::ofstream(path) << "<topology><object type=\"Machine\"";
+  auto broken = load_topology_xml(path, {});
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find(path), std::string::npos) << broken.error().message;
+  std::remove(path.c_str());
+
+  auto dir = load_topology_xml("/tmp", {});
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message.find("not a file"), std::string::npos);
+}
+
+TEST(GpuOrder, ReordersByBusIdOrIndex) {
+  Topology t = fixture("a100-pcionly");
+  ASSERT_TRUE(apply_gpu_order(t, {"0000:c1:00.0", "81:00.0", "1", "0"}));
+  EXPECT_EQ(t.gpus[0].pci_bus_id, "0000:c1:00.0");
+  EXPECT_EQ(t.gpus[1].pci_bus_id, "0000:81:00.0");
+  EXPECT_EQ(t.gpus[2].pci_bus_id, "0000:41:00.0");
+  EXPECT_EQ(t.gpus[3].pci_bus_id, "0000:03:00.0");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(t.gpus[i].index, i);
+  EXPECT_EQ(t.gpus[0].locality.numa, 0);
+}
+
+TEST(GpuOrder, PartitionsShareABusIdAndAreTakenInTurn) {
+  Topology t = fixture("mi300a-tpx");
+  std::vector<std::string> order;
+  for (int i = 11; i >= 0; --i) order.push_back(t.gpus[i].pci_bus_id);
+  ASSERT_TRUE(apply_gpu_order(t, order));
+  EXPECT_EQ(t.gpus[0].pci_bus_id, "0003:02:00.0");
+  EXPECT_EQ(t.gpus[0].os_name, "rsmi9");
+}
+
+TEST(GpuOrder, RejectsBadOrders) {
+  Topology t = fixture("a100-pcionly");
+  auto check = [&](std::vector<std::string> order, const std::string& text) {
+    Topology copy = t;
+    auto status = apply_gpu_order(copy, order);
+    ASSERT_FALSE(status);
+    EXPECT_NE(status.error().message.find(text), std::string::npos) << status.error().message;
+    EXPECT_EQ(copy.gpus[0].pci_bus_id, t.gpus[0].pci_bus_id) << "nothing half-applied";
+  };
+  check({"0", "1", "2"}, "names 3 GPUs but the node has 4");
+  check({"0", "1", "2", "9"}, "'9' is out of range");
+  check({"0", "1", "2", "2"}, "names GPU '2' twice");
+  check({"0", "1", "2", "0000:ff:00.0"}, "'0000:ff:00.0' matches no GPU");
+}
+
+}  // namespace
+}  // namespace gpubind
