@@ -1,1 +1,73 @@
-int main(){}
+// Planner speed on real-shaped nodes: the LUMI-G fixture (128 PUs, 8 GCDs) and a 1024-PU node.
+// Run: build/bin/gpubind_bench [--benchmark_repetitions=9 --benchmark_report_aggregates_only=true]
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "../tests/support/synthetic.h"
+#include "gpubind/planner.h"
+#include "gpubind/topology_hwloc.h"
+
+namespace gpubind {
+namespace {
+
+const Topology& lumi() {
+  static const Topology topology = [] {
+    auto loaded = load_topology_xml(std::string(GPUBIND_FIXTURES) + "/lumi-g.xml",
+                                    SitePolicy::default_nic_patterns());
+    if (!loaded) std::abort();
+    return *loaded;
+  }();
+  return topology;
+}
+
+SitePolicy lumi_policy() {
+  SitePolicy policy;
+  policy.reserve_first_core_per_l3 = true;
+  policy.smt = 1;
+  return policy;
+}
+
+void plan_loop(benchmark::State& state, const Topology& topology, const SitePolicy& policy,
+               Order order) {
+  PlanRequest request;
+  request.ntasks = static_cast<int>(state.range(0));
+  request.order = order;
+  for (auto _ : state) {
+    auto plan = make_plan(topology, policy, request);
+    if (!plan) state.SkipWithError(plan.error().message.c_str());
+    benchmark::DoNotOptimize(plan);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_PlanLumiG(benchmark::State& state) {
+  plan_loop(state, lumi(), lumi_policy(), Order::kGpu);
+}
+BENCHMARK(BM_PlanLumiG)->Arg(8)->Arg(56)->Unit(benchmark::kMicrosecond);
+
+void BM_PlanLumiGOrderCpu(benchmark::State& state) {
+  plan_loop(state, lumi(), lumi_policy(), Order::kCpu);
+}
+BENCHMARK(BM_PlanLumiGOrderCpu)->Arg(8)->Arg(56)->Unit(benchmark::kMicrosecond);
+
+void BM_Plan1024Pus(benchmark::State& state) {
+  // 2 packages x 4 NUMA x 4 L3 x 16 cores x 2 threads, one GPU and NIC per NUMA node.
+  static const Topology big = testing::synthetic_topology({});
+  plan_loop(state, big, SitePolicy(), Order::kGpu);
+}
+BENCHMARK(BM_Plan1024Pus)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+void BM_LoadLumiGXml(benchmark::State& state) {
+  const std::string path = std::string(GPUBIND_FIXTURES) + "/lumi-g.xml";
+  for (auto _ : state) {
+    auto loaded = load_topology_xml(path, SitePolicy::default_nic_patterns());
+    benchmark::DoNotOptimize(loaded);
+  }
+}
+BENCHMARK(BM_LoadLumiGXml)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace gpubind
+
+BENCHMARK_MAIN();

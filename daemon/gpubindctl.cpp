@@ -96,13 +96,17 @@ Result<PlanRequest> request_from(const Args& args) {
     auto set = CpuSet::parse_list(*gpus);  // same list syntax
     if (!set) return make_error("--gpus: " + set.error().message);
     std::vector<StepGpu> step;
-    for (int index : set->to_vector()) step.push_back({index, std::to_string(index)});
+    for (int index : set->to_vector())
+      step.push_back({index, std::to_string(index)});
     request.gpus = std::move(step);
   }
   if (auto order = args.get("order")) {
-    if (*order == "gpu") request.order = Order::kGpu;
-    else if (*order == "cpu") request.order = Order::kCpu;
-    else return make_error("--order: expected 'gpu' or 'cpu', got '" + *order + "'");
+    if (*order == "gpu")
+      request.order = Order::kGpu;
+    else if (*order == "cpu")
+      request.order = Order::kCpu;
+    else
+      return make_error("--order: expected 'gpu' or 'cpu', got '" + *order + "'");
   }
   if (args.has("omp")) request.omp_places = true;
   return request;
@@ -148,7 +152,8 @@ int run(const std::vector<std::string>& argv) {
                    "order", "smt"});
     auto args = Args::parse(rest, values, {"json", "omp"});
     if (!args) return fail("plan: " + args.error().message);
-    if (!args->positional().empty()) return fail("plan: unexpected argument '" + args->positional()[0] + "'");
+    if (!args->positional().empty())
+      return fail("plan: unexpected argument '" + args->positional()[0] + "'");
     return run_plan(*args);
   }
   return fail("unknown command '" + command + "'\n" + kUsage);

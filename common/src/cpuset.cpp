@@ -14,9 +14,8 @@ Result<int> parse_cpu_number(std::string_view token, std::string_view whole) {
                       "' is not a CPU number");
   }
   if (value < 0 || value > CpuSet::kMaxCpu) {
-    return make_error("invalid cpu list '" + std::string(whole) + "': CPU " +
-                      std::string(token) + " is out of range (0-" +
-                      std::to_string(CpuSet::kMaxCpu) + ")");
+    return make_error("invalid cpu list '" + std::string(whole) + "': CPU " + std::string(token) +
+                      " is out of range (0-" + std::to_string(CpuSet::kMaxCpu) + ")");
   }
   return value;
 }
@@ -29,7 +28,8 @@ int hex_digit(char c) {
 }
 
 std::string_view strip(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n')) {
     text.remove_suffix(1);
   }
@@ -40,13 +40,15 @@ std::string_view strip(std::string_view text) {
 
 CpuSet CpuSet::of(std::initializer_list<int> cpus) {
   CpuSet set;
-  for (int cpu : cpus) set.set(cpu);
+  for (int cpu : cpus)
+    set.set(cpu);
   return set;
 }
 
 CpuSet CpuSet::range(int first, int last) {
   CpuSet set;
-  for (int cpu = first; cpu <= last; ++cpu) set.set(cpu);
+  for (int cpu = first; cpu <= last; ++cpu)
+    set.set(cpu);
   return set;
 }
 
@@ -74,7 +76,8 @@ Result<CpuSet> CpuSet::parse_list(std::string_view text) {
                           std::string(item) + "' runs backwards");
       }
     }
-    for (int cpu = *first; cpu <= last; ++cpu) set.set(cpu);
+    for (int cpu = *first; cpu <= last; ++cpu)
+      set.set(cpu);
   }
   return set;
 }
@@ -109,8 +112,7 @@ Result<CpuSet> CpuSet::parse_mask(std::string_view text) {
                         "' is not a hex digit");
     }
     if (nibble != 0 && cpu + 3 > kMaxCpu) {
-      return make_error("invalid cpu mask '" + whole + "': CPUs beyond " +
-                        std::to_string(kMaxCpu));
+      return make_error("invalid cpu mask '" + whole + "': CPUs beyond " + std::to_string(kMaxCpu));
     }
     for (int bit = 0; bit < 4; ++bit) {
       if (nibble & (1 << bit)) set.set(cpu + bit);
@@ -119,44 +121,52 @@ Result<CpuSet> CpuSet::parse_mask(std::string_view text) {
   return set;
 }
 
+void CpuSet::grow(size_t words) {
+  if (words <= size_) return;
+  if (heap_.empty() && words > kInlineWords) {
+    heap_.assign(inline_, inline_ + kInlineWords);
+  }
+  if (!heap_.empty()) heap_.resize(std::max(words, heap_.size()), 0);
+  size_ = words;
+}
+
+void CpuSet::trim() {
+  const uint64_t* words = data();
+  while (size_ > 0 && words[size_ - 1] == 0)
+    --size_;
+}
+
 void CpuSet::set(int cpu) {
-  const size_t word = static_cast<size_t>(cpu) / 64;
-  if (word >= words_.size()) words_.resize(word + 1, 0);
-  words_[word] |= uint64_t{1} << (cpu % 64);
+  const size_t w = static_cast<size_t>(cpu) / 64;
+  grow(w + 1);
+  data()[w] |= uint64_t{1} << (cpu % 64);
 }
 
 void CpuSet::reset(int cpu) {
-  const size_t word = static_cast<size_t>(cpu) / 64;
-  if (word >= words_.size()) return;
-  words_[word] &= ~(uint64_t{1} << (cpu % 64));
+  const size_t w = static_cast<size_t>(cpu) / 64;
+  if (w >= size_) return;
+  data()[w] &= ~(uint64_t{1} << (cpu % 64));
   trim();
 }
 
-bool CpuSet::test(int cpu) const {
-  if (cpu < 0) return false;
-  const size_t word = static_cast<size_t>(cpu) / 64;
-  return word < words_.size() && (words_[word] >> (cpu % 64)) & 1;
-}
-
-bool CpuSet::empty() const { return words_.empty(); }
-
 int CpuSet::count() const {
   int total = 0;
-  for (uint64_t w : words_) total += __builtin_popcountll(w);
+  for (size_t w = 0; w < size_; ++w)
+    total += __builtin_popcountll(data()[w]);
   return total;
 }
 
 int CpuSet::first() const {
-  for (size_t w = 0; w < words_.size(); ++w) {
-    if (words_[w]) return static_cast<int>(w * 64 + __builtin_ctzll(words_[w]));
+  for (size_t w = 0; w < size_; ++w) {
+    if (data()[w]) return static_cast<int>(w * 64 + __builtin_ctzll(data()[w]));
   }
   return -1;
 }
 
 int CpuSet::last() const {
-  if (words_.empty()) return -1;
-  const size_t w = words_.size() - 1;
-  return static_cast<int>(w * 64 + 63 - __builtin_clzll(words_[w]));
+  if (size_ == 0) return -1;
+  const size_t w = size_ - 1;
+  return static_cast<int>(w * 64 + 63 - __builtin_clzll(data()[w]));
 }
 
 std::vector<int> CpuSet::to_vector() const {
@@ -173,59 +183,80 @@ CpuSet CpuSet::operator|(const CpuSet& other) const {
 }
 
 CpuSet& CpuSet::operator|=(const CpuSet& other) {
-  if (other.words_.size() > words_.size()) words_.resize(other.words_.size(), 0);
-  for (size_t w = 0; w < other.words_.size(); ++w) words_[w] |= other.words_[w];
+  grow(other.size_);
+  uint64_t* words = data();
+  for (size_t w = 0; w < other.size_; ++w)
+    words[w] |= other.data()[w];
   return *this;
 }
 
 CpuSet CpuSet::operator&(const CpuSet& other) const {
   CpuSet result;
-  result.words_.resize(std::min(words_.size(), other.words_.size()));
-  for (size_t w = 0; w < result.words_.size(); ++w) result.words_[w] = words_[w] & other.words_[w];
+  result.grow(std::min(size_, other.size_));
+  for (size_t w = 0; w < result.size_; ++w)
+    result.data()[w] = data()[w] & other.data()[w];
   result.trim();
   return result;
 }
 
 CpuSet CpuSet::minus(const CpuSet& other) const {
   CpuSet result = *this;
-  for (size_t w = 0; w < std::min(words_.size(), other.words_.size()); ++w) {
-    result.words_[w] &= ~other.words_[w];
-  }
+  for (size_t w = 0; w < std::min(size_, other.size_); ++w)
+    result.data()[w] &= ~other.data()[w];
   result.trim();
   return result;
 }
 
 bool CpuSet::intersects(const CpuSet& other) const {
-  for (size_t w = 0; w < std::min(words_.size(), other.words_.size()); ++w) {
-    if (words_[w] & other.words_[w]) return true;
+  for (size_t w = 0; w < std::min(size_, other.size_); ++w) {
+    if (data()[w] & other.data()[w]) return true;
   }
   return false;
 }
 
 bool CpuSet::is_subset_of(const CpuSet& other) const {
-  for (size_t w = 0; w < words_.size(); ++w) {
-    const uint64_t theirs = w < other.words_.size() ? other.words_[w] : 0;
-    if (words_[w] & ~theirs) return false;
+  for (size_t w = 0; w < size_; ++w) {
+    if (data()[w] & ~other.word(w)) return false;
   }
   return true;
 }
 
-bool CpuSet::operator==(const CpuSet& other) const { return words_ == other.words_; }
-
-void CpuSet::trim() {
-  while (!words_.empty() && words_.back() == 0) words_.pop_back();
+bool CpuSet::operator==(const CpuSet& other) const {
+  if (size_ != other.size_) return false;
+  for (size_t w = 0; w < size_; ++w) {
+    if (data()[w] != other.data()[w]) return false;
+  }
+  return true;
 }
 
-std::string CpuSet::to_list() const { return format_int_list(to_vector()); }
+std::string CpuSet::to_list() const {
+  std::string text;
+  int run_start = -1, previous = -2;
+  auto close_run = [&] {
+    if (run_start < 0) return;
+    if (!text.empty()) text.push_back(',');
+    text += std::to_string(run_start);
+    if (previous > run_start) text += "-" + std::to_string(previous);
+  };
+  for_each([&](int cpu) {
+    if (cpu != previous + 1) {
+      close_run();
+      run_start = cpu;
+    }
+    previous = cpu;
+  });
+  close_run();
+  return text;
+}
 
 std::string CpuSet::to_mask() const {
-  if (words_.empty()) return "0x0";
+  if (size_ == 0) return "0x0";
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
   bool leading = true;
-  for (size_t w = words_.size(); w-- > 0;) {
+  for (size_t w = size_; w-- > 0;) {
     for (int shift = 60; shift >= 0; shift -= 4) {
-      const int nibble = static_cast<int>((words_[w] >> shift) & 0xf);
+      const int nibble = static_cast<int>((data()[w] >> shift) & 0xf);
       if (leading && nibble == 0) continue;
       leading = false;
       hex.push_back(kDigits[nibble]);
@@ -241,7 +272,8 @@ std::string format_int_list(const std::vector<int>& unsorted) {
   std::string text;
   for (size_t i = 0; i < values.size();) {
     size_t j = i;
-    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
+    while (j + 1 < values.size() && values[j + 1] == values[j] + 1)
+      ++j;
     if (!text.empty()) text.push_back(',');
     text += std::to_string(values[i]);
     if (j > i) text += "-" + std::to_string(values[j]);

@@ -25,7 +25,8 @@ Status validate_template(std::string_view value) {
     const std::string_view name = value.substr(pos + 1, close - pos - 1);
     if (placeholder_index(name) < 0) {
       std::string known;
-      for (const char* n : kPlaceholderNames) known += std::string(known.empty() ? "" : ", ") + n;
+      for (const char* n : kPlaceholderNames)
+        known += std::string(known.empty() ? "" : ", ") + n;
       return make_error("template '" + std::string(value) + "': unknown placeholder {" +
                         std::string(name) + "} (known: " + known + ")");
     }
@@ -34,10 +35,8 @@ Status validate_template(std::string_view value) {
   return Ok{};
 }
 
-std::optional<std::string> render_template(std::string_view value,
-                                           const PlaceholderValues& values) {
+std::optional<std::string> render_template(std::string_view value, PlaceholderSource& source) {
   std::string out;
-  out.reserve(value.size() + 16);
   size_t pos = 0;
   while (pos < value.size()) {
     const size_t open = value.find('{', pos);
@@ -49,11 +48,26 @@ std::optional<std::string> render_template(std::string_view value,
     const size_t close = value.find('}', open);
     if (close == std::string_view::npos) return std::nullopt;
     const int index = placeholder_index(value.substr(open + 1, close - open - 1));
-    if (index < 0 || values[index].empty()) return std::nullopt;
-    out.append(values[index]);
+    if (index < 0) return std::nullopt;
+    const std::string& filled = source.get(static_cast<Placeholder>(index));
+    if (filled.empty()) return std::nullopt;
+    out.append(filled);
     pos = close + 1;
   }
   return out;
+}
+
+std::optional<std::string> render_template(std::string_view value,
+                                           const PlaceholderValues& values) {
+  class Fixed : public PlaceholderSource {
+   public:
+    explicit Fixed(const PlaceholderValues& v) : values_(v) {}
+    const std::string& get(Placeholder p) override { return values_[static_cast<size_t>(p)]; }
+
+   private:
+    const PlaceholderValues& values_;
+  } source(values);
+  return render_template(value, source);
 }
 
 }  // namespace gpubind

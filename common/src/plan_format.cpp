@@ -10,10 +10,14 @@ namespace {
 
 int locality_index(const Locality& loc) {
   switch (loc.kind) {
-    case LocalityKind::kL3: return loc.l3;
-    case LocalityKind::kNuma: return loc.numa;
-    case LocalityKind::kPackage: return loc.package;
-    case LocalityKind::kMachine: break;
+    case LocalityKind::kL3:
+      return loc.l3;
+    case LocalityKind::kNuma:
+      return loc.numa;
+    case LocalityKind::kPackage:
+      return loc.package;
+    case LocalityKind::kMachine:
+      break;
   }
   return 0;
 }
@@ -34,7 +38,8 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
   }
   std::string out;
   for (const auto& row : rows) {
@@ -89,7 +94,8 @@ std::string plan_to_json(const Topology& topology, const Plan& plan) {
     json.key("numa").value(task.numa);
     json.key("l3").value(task.l3);
     json.key("env").begin_object();
-    for (const EnvVar& var : task.env) json.key(var.name).value(var.value);
+    for (const EnvVar& var : task.env)
+      json.key(var.name).value(var.value);
     json.end_object();
     json.key("env_only_if_unset").begin_array();
     for (const EnvVar& var : task.env) {
@@ -99,7 +105,8 @@ std::string plan_to_json(const Topology& topology, const Plan& plan) {
     json.end_object();
   }
   json.end_array().key("warnings").begin_array();
-  for (const std::string& warning : plan.warnings) json.value(warning);
+  for (const std::string& warning : plan.warnings)
+    json.value(warning);
   json.end_array().end_object();
   return json.str() + "\n";
 }
@@ -119,7 +126,8 @@ std::string plan_to_table(const Topology& topology, const Plan& plan) {
                     task.nic >= 0 ? topology.nics[task.nic].name : "-"});
   }
   std::string out = format_table(rows);
-  for (const std::string& warning : plan.warnings) out += "warning: " + warning + "\n";
+  for (const std::string& warning : plan.warnings)
+    out += "warning: " + warning + "\n";
   return out;
 }
 
@@ -169,8 +177,8 @@ std::string topology_to_text(const Topology& topology) {
   std::ostringstream out;
   out << "Node " << (topology.hostname.empty() ? "(unnamed)" : topology.hostname) << " from "
       << topology.source << ": " << plural(topology.package_count, "package") << ", "
-      << plural(topology.numa_count, "NUMA node") << ", " << plural(topology.l3_count, "L3")
-      << ", " << plural(static_cast<int>(topology.cores.size()), "core") << ", "
+      << plural(topology.numa_count, "NUMA node") << ", " << plural(topology.l3_count, "L3") << ", "
+      << plural(static_cast<int>(topology.cores.size()), "core") << ", "
       << plural(topology.all_pus().count(), "PU") << "\n\n";
   std::vector<std::vector<std::string>> gpus = {
       {"GPU", "PCI", "vendor", "device", "partition", "tiles", "locality", "CPUs"}};
@@ -190,7 +198,8 @@ std::string topology_to_text(const Topology& topology) {
                     nic.pci_bus_id.empty() ? "-" : nic.pci_bus_id, describe_locality(nic.locality),
                     nic.locality.cpus.to_list()});
   }
-  out << (topology.nics.empty() ? "No high-speed NICs matched the patterns.\n" : format_table(nics));
+  out << (topology.nics.empty() ? "No high-speed NICs matched the patterns.\n"
+                                : format_table(nics));
   return out.str();
 }
 

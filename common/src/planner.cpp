@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <tuple>
 
 #include "gpubind/env.h"
 
@@ -17,8 +18,10 @@ namespace gpubind {
 namespace {
 
 struct UsableCore {
-  int core = 0;  // index into Topology::cores
-  CpuSet pus;
+  int core = 0;      // index into Topology::cores
+  int pu_begin = 0;  // its usable PUs: Planner::usable_pus_[pu_begin, pu_begin + pu_count)
+  int pu_count = 0;
+  int first_pu = 0;
   int package = 0, numa = 0, l3 = -1;
 };
 
@@ -34,7 +37,9 @@ Place place_of(const Locality& locality) {
   return {locality.pci_switch, locality.l3, locality.numa, locality.package};
 }
 
-Place place_of(const UsableCore& core) { return {-1, core.l3, core.numa, core.package}; }
+Place place_of(const UsableCore& core) {
+  return {-1, core.l3, core.numa, core.package};
+}
 
 // 0 = same PCI switch, 1 = same L3, 2 = same NUMA, 3 = same package, 4 = elsewhere.
 int distance(const Place& a, const Place& b) {
@@ -66,7 +71,13 @@ class Planner {
   std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
   void give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
                             const std::vector<int>& tasks_per_chunk);
-  void distribute(const Region& cores, int tasks, int level, std::vector<Region>& out) const;
+  struct Range {
+    int begin, end;
+  };
+  // Domains of one kind within one parent domain; beyond this, cores are split evenly.
+  static constexpr int kMaxDomainsPerLevel = 256;
+  void distribute(const Region& cores, int begin, int end, int tasks, int level,
+                  std::vector<Range>& out) const;
   void spill(int task, int wanted, const Place& anchor);
   void share_core(int task, const Place& anchor);
   bool take_from_richest(int task);
@@ -80,10 +91,12 @@ class Planner {
   Order order_ = Order::kGpu;
   int ntasks_ = 0;
   std::vector<UsableCore> usable_;
+  std::vector<int> usable_pus_;
   std::vector<StepGpu> step_gpus_;
   std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
   std::vector<int> task_tiles_;              // tile per task when it holds one GPU's tile, else -1
   std::vector<Region> task_cores_;
+  CpuSet all_pus_;
   CpuSet reserved_;
   std::vector<int> core_owners_;  // tasks per usable core
   std::vector<int> home_share_;   // cores a task's home domain holds for it, allocation aside
@@ -93,7 +106,8 @@ class Planner {
 
 Status Planner::check_request() {
   ntasks_ = request_.ntasks;
-  if (ntasks_ < 1) return make_error("ntasks must be at least 1 (got " + std::to_string(ntasks_) + ")");
+  if (ntasks_ < 1)
+    return make_error("ntasks must be at least 1 (got " + std::to_string(ntasks_) + ")");
   if (ntasks_ > kMaxTasks) {
     return make_error("ntasks " + std::to_string(ntasks_) + " exceeds the limit of " +
                       std::to_string(kMaxTasks) + " tasks per node");
@@ -109,7 +123,8 @@ Status Planner::check_request() {
 }
 
 Status Planner::find_usable_cores() {
-  const CpuSet all = topo_.all_pus();
+  all_pus_ = topo_.all_pus();
+  const CpuSet& all = all_pus_;
   const CpuSet allowed = request_.allowed_cpus.value_or(all);
   const CpuSet unknown = allowed.minus(all);
   if (!unknown.empty()) {
@@ -117,16 +132,24 @@ Status Planner::find_usable_cores() {
   }
   const CpuSet& reserved = reserved_ = reserved_cpus(topo_, policy_);
   const int smt = request_.smt.value_or(policy_.smt);
+  usable_.reserve(topo_.cores.size());
+  usable_pus_.reserve(all.count());
   for (const Core& core : topo_.cores) {
-    UsableCore usable{core.index, {}, core.package, core.numa, core.l3};
-    int threads = 0;
+    UsableCore usable;
+    usable.core = core.index;
+    usable.package = core.package;
+    usable.numa = core.numa;
+    usable.l3 = core.l3;
+    usable.pu_begin = static_cast<int>(usable_pus_.size());
     for (int pu : core.pus) {
       if (!allowed.test(pu) || reserved.test(pu)) continue;
-      if (smt > 0 && threads == smt) break;
-      usable.pus.set(pu);
-      ++threads;
+      if (smt > 0 && usable.pu_count == smt) break;
+      usable_pus_.push_back(pu);
+      ++usable.pu_count;
     }
-    if (!usable.pus.empty()) usable_.push_back(std::move(usable));
+    if (usable.pu_count == 0) continue;
+    usable.first_pu = usable_pus_[usable.pu_begin];
+    usable_.push_back(usable);
   }
   if (usable_.empty()) {
     return make_error("no usable CPUs: the step's CPUs " + (allowed & all).to_list() +
@@ -138,7 +161,8 @@ Status Planner::find_usable_cores() {
 
 Status Planner::resolve_step_gpus() {
   if (!request_.gpus) {
-    for (const Gpu& gpu : topo_.gpus) step_gpus_.push_back({gpu.index, std::to_string(gpu.index)});
+    for (const Gpu& gpu : topo_.gpus)
+      step_gpus_.push_back({gpu.index, std::to_string(gpu.index)});
     return Ok{};
   }
   step_gpus_ = *request_.gpus;
@@ -149,7 +173,8 @@ Status Planner::resolve_step_gpus() {
                         std::to_string(topo_.gpus.size()) + " GPUs)");
     }
     if (seen[gpu.gpu]) return make_error("GPU " + std::to_string(gpu.gpu) + " is listed twice");
-    if (gpu.token.empty()) return make_error("GPU " + std::to_string(gpu.gpu) + " has an empty token");
+    if (gpu.token.empty())
+      return make_error("GPU " + std::to_string(gpu.gpu) + " has an empty token");
     seen[gpu.gpu] = true;
   }
   return Ok{};
@@ -207,7 +232,8 @@ void Planner::give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
 
 std::vector<int> even_split(int total, int parts) {
   std::vector<int> sizes(parts, total / parts);
-  for (int i = 0; i < total % parts; ++i) ++sizes[i];
+  for (int i = 0; i < total % parts; ++i)
+    ++sizes[i];
   return sizes;
 }
 
@@ -293,7 +319,8 @@ void Planner::assign_gpus_by_cores() {
 int Planner::cores_wanted_per_task() {
   if (request_.cpus_per_task == 0) return 0;
   int threads = 1;
-  for (const UsableCore& core : usable_) threads = std::max(threads, core.pus.count());
+  for (const UsableCore& core : usable_)
+    threads = std::max(threads, core.pu_count);
   const int wanted = (request_.cpus_per_task + threads - 1) / threads;
   const int usable = static_cast<int>(usable_.size());
   if (wanted * ntasks_ <= usable) return wanted;
@@ -305,64 +332,62 @@ int Planner::cores_wanted_per_task() {
   return fitted;
 }
 
-// Splits `cores` among `tasks` along package > NUMA > L3 > core: fewer tasks than domains get
-// whole domains; more tasks than domains are dealt out in proportion to the domains' sizes.
-void Planner::distribute(const Region& cores, int tasks, int level, std::vector<Region>& out) const {
-  const int n = static_cast<int>(cores.size());
+// Splits cores[begin, end) among `tasks` along package > NUMA > L3 > core: fewer tasks than
+// domains get whole domains; more tasks than domains are dealt out in proportion to the domains'
+// sizes. `cores` is sorted by (package, NUMA, L3), so every domain and every region is a range.
+void Planner::distribute(const Region& cores, int begin, int end, int tasks, int level,
+                         std::vector<Range>& out) const {
+  const int n = end - begin;
   if (tasks <= 0) return;
   if (tasks > n) {
-    distribute(cores, n, level, out);
-    out.resize(out.size() + (tasks - n));
+    distribute(cores, begin, end, n, level, out);
+    out.resize(out.size() + (tasks - n), Range{end, end});
     return;
   }
   if (level == 3) {
-    int next = 0;
-    for (int size : even_split(n, tasks)) {
-      out.emplace_back(cores.begin() + next, cores.begin() + next + size);
+    int next = begin;
+    for (int t = 0; t < tasks; ++t) {
+      const int size = n / tasks + (t < n % tasks ? 1 : 0);
+      out.push_back({next, next + size});
       next += size;
     }
     return;
   }
-  auto key = [&](int u) {
-    const UsableCore& c = usable_[u];
+  auto key = [&](int i) {
+    const UsableCore& c = usable_[cores[i]];
     return level == 0 ? c.package : level == 1 ? c.numa : c.l3;
   };
-  std::vector<int> keys;
-  std::vector<Region> groups;
-  for (int u : cores) {
-    auto it = std::find(keys.begin(), keys.end(), key(u));
-    if (it == keys.end()) {
-      keys.push_back(key(u));
-      groups.emplace_back();
-      it = keys.end() - 1;
+  // Domain boundaries at this level.
+  int bounds[kMaxDomainsPerLevel + 1];
+  int m = 0;
+  bounds[0] = begin;
+  for (int i = begin + 1; i <= end; ++i) {
+    if (i == end || key(i) != key(i - 1)) {
+      if (m == kMaxDomainsPerLevel) return distribute(cores, begin, end, tasks, 3, out);
+      bounds[++m] = i;
     }
-    groups[it - keys.begin()].push_back(u);
   }
-  const int m = static_cast<int>(groups.size());
-  if (m == 1) return distribute(cores, tasks, level + 1, out);
+  if (m == 1) return distribute(cores, begin, end, tasks, level + 1, out);
   if (tasks <= m) {
-    for (int t = 0; t < tasks; ++t) {
-      Region region;
-      for (int g = t * m / tasks; g < (t + 1) * m / tasks; ++g) {
-        region.insert(region.end(), groups[g].begin(), groups[g].end());
-      }
-      out.push_back(std::move(region));
-    }
+    for (int t = 0; t < tasks; ++t)
+      out.push_back({bounds[t * m / tasks], bounds[(t + 1) * m / tasks]});
     return;
   }
   // Largest remainder: floor shares first, leftovers to the largest fractions (lower index wins).
-  std::vector<int> share(m);
-  std::vector<std::pair<long, int>> remainders;
+  int share[kMaxDomainsPerLevel];
+  std::pair<long, int> remainders[kMaxDomainsPerLevel];
   int given = 0;
   for (int g = 0; g < m; ++g) {
-    const long scaled = static_cast<long>(tasks) * static_cast<long>(groups[g].size());
+    const long scaled = static_cast<long>(tasks) * (bounds[g + 1] - bounds[g]);
     share[g] = static_cast<int>(scaled / n);
     given += share[g];
-    remainders.push_back({-(scaled % n), g});
+    remainders[g] = {-(scaled % n), g};
   }
-  std::sort(remainders.begin(), remainders.end());
-  for (int i = 0; i < tasks - given; ++i) ++share[remainders[i].second];
-  for (int g = 0; g < m; ++g) distribute(groups[g], share[g], level + 1, out);
+  std::sort(remainders, remainders + m);
+  for (int i = 0; i < tasks - given; ++i)
+    ++share[remainders[i].second];
+  for (int g = 0; g < m; ++g)
+    distribute(cores, bounds[g], bounds[g + 1], share[g], level + 1, out);
 }
 
 Place Planner::task_place(int task) const {
@@ -426,7 +451,8 @@ bool Planner::take_from_richest(int task) {
   for (int other = 0; other < ntasks_; ++other) {
     const int held = static_cast<int>(task_cores_[other].size());
     if (held < 2) continue;
-    const std::array<int, 3> key = {-held, distance(anchor, place_of(usable_[task_cores_[other].back()])), other};
+    const std::array<int, 3> key = {
+        -held, distance(anchor, place_of(usable_[task_cores_[other].back()])), other};
     if (donor < 0 || key < best_key) {
       donor = other;
       best_key = key;
@@ -469,11 +495,13 @@ void Planner::assign_cores() {
   for (int task = 0; task < ntasks_; ++task) {
     CpuSet domain;
     if (order_ == Order::kGpu && !task_gpus_[task].empty()) {
-      for (int g : task_gpus_[task]) domain |= topo_.gpus[step_gpus_[g].gpu].locality.cpus;
+      for (int g : task_gpus_[task])
+        domain |= topo_.gpus[step_gpus_[g].gpu].locality.cpus;
     } else {
-      domain = topo_.all_pus();
+      domain = all_pus_;
     }
-    auto it = std::find_if(homes.begin(), homes.end(), [&](const Home& h) { return h.cpus == domain; });
+    auto it =
+        std::find_if(homes.begin(), homes.end(), [&](const Home& h) { return h.cpus == domain; });
     if (it == homes.end()) {
       homes.push_back({domain, {}});
       it = homes.end() - 1;
@@ -485,26 +513,40 @@ void Planner::assign_cores() {
                    [](const Home& a, const Home& b) { return a.cpus.count() < b.cpus.count(); });
 
   home_share_.assign(ntasks_, 1);
+  Region free;
+  std::vector<Range> regions;
+  auto topology_order = [&](int a, int b) {
+    const UsableCore &x = usable_[a], &y = usable_[b];
+    return std::tie(x.package, x.numa, x.l3, a) < std::tie(y.package, y.numa, y.l3, b);
+  };
   for (const Home& home : homes) {
+    // Home domains are unions of whole cores: a core's first PU tells whether it belongs.
     int capacity = 0;
     for (const Core& core : topo_.cores) {
       capacity += home.cpus.test(core.pus[0]) && !reserved_.test(core.pus[0]);
     }
-    const std::vector<int> fair = even_split(capacity, static_cast<int>(home.tasks.size()));
-    for (size_t j = 0; j < home.tasks.size(); ++j) home_share_[home.tasks[j]] = std::max(1, fair[j]);
-    Region free;
+    const int sharers = static_cast<int>(home.tasks.size());
+    for (int j = 0; j < sharers; ++j) {
+      home_share_[home.tasks[j]] = std::max(1, capacity / sharers + (j < capacity % sharers));
+    }
+    free.clear();
     for (size_t u = 0; u < usable_.size(); ++u) {
-      if (core_owners_[u] == 0 && usable_[u].pus.is_subset_of(home.cpus)) {
+      if (core_owners_[u] == 0 && home.cpus.test(usable_[u].first_pu)) {
         free.push_back(static_cast<int>(u));
       }
     }
-    std::vector<Region> regions;
-    distribute(free, static_cast<int>(home.tasks.size()), 0, regions);
-    for (size_t j = 0; j < home.tasks.size(); ++j) {
-      Region& region = regions[j];
-      if (wanted > 0 && static_cast<int>(region.size()) > wanted) region.resize(wanted);
-      for (int u : region) core_owners_[u] = 1;
-      task_cores_[home.tasks[j]] = std::move(region);
+    if (!std::is_sorted(free.begin(), free.end(), topology_order)) {
+      std::sort(free.begin(), free.end(), topology_order);
+    }
+    regions.clear();
+    distribute(free, 0, static_cast<int>(free.size()), sharers, 0, regions);
+    for (int j = 0; j < sharers; ++j) {
+      int end = regions[j].end;
+      if (wanted > 0) end = std::min(end, regions[j].begin + wanted);
+      Region& mine = task_cores_[home.tasks[j]];
+      mine.assign(free.begin() + regions[j].begin, free.begin() + end);
+      for (int u : mine)
+        core_owners_[u] = 1;
     }
   }
 
@@ -515,8 +557,7 @@ void Planner::assign_cores() {
     const int have = static_cast<int>(task_cores_[task].size());
     if ((wanted > 0 && have < wanted) || (wanted == 0 && have == 0)) short_tasks.push_back(task);
   }
-  const int free_left =
-      static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
+  const int free_left = static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
   const std::vector<int> shares = short_tasks.empty()
                                       ? std::vector<int>{}
                                       : even_split(free_left, static_cast<int>(short_tasks.size()));
@@ -537,7 +578,8 @@ void Planner::assign_cores() {
     warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
          " usable cores: some tasks share cores");
   }
-  for (Region& region : task_cores_) std::sort(region.begin(), region.end());
+  for (Region& region : task_cores_)
+    std::sort(region.begin(), region.end());
 }
 
 void Planner::assign_nics() {
@@ -561,23 +603,30 @@ void Planner::assign_nics() {
   // Every GPU the tasks use gets a NIC, in step order, so sharers of a GPU share its NIC.
   for (int task = 0; task < ntasks_; ++task) {
     for (int g : task_gpus_[task]) {
-      if (gpu_nic_[g] < 0) gpu_nic_[g] = nearest_nic(place_of(topo_.gpus[step_gpus_[g].gpu].locality));
+      if (gpu_nic_[g] < 0)
+        gpu_nic_[g] = nearest_nic(place_of(topo_.gpus[step_gpus_[g].gpu].locality));
     }
   }
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
-    plan.nic = task_gpus_[task].empty() ? nearest_nic(task_place(task)) : gpu_nic_[task_gpus_[task][0]];
+    plan.nic =
+        task_gpus_[task].empty() ? nearest_nic(task_place(task)) : gpu_nic_[task_gpus_[task][0]];
   }
 }
 
-int majority(const std::vector<int>& values) {
+// The most frequent value (the smallest on ties), -1 for none.
+int majority(std::vector<int> values) {
+  std::sort(values.begin(), values.end());
   int best = -1, best_count = 0;
-  for (int v : values) {
-    const int c = static_cast<int>(std::count(values.begin(), values.end(), v));
-    if (c > best_count || (c == best_count && v < best)) {
-      best = v;
-      best_count = c;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j < values.size() && values[j] == values[i])
+      ++j;
+    if (static_cast<int>(j - i) > best_count) {
+      best = values[i];
+      best_count = static_cast<int>(j - i);
     }
+    i = j;
   }
   return best;
 }
@@ -604,8 +653,84 @@ std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks
   return text;
 }
 
-void append_group(const std::vector<EnvTemplate>& group, const std::string& selector,
-                  const PlaceholderValues& values, std::vector<EnvVar>& env) {
+// A task's placeholder values, each computed the first time a template asks for it.
+class TaskPlaceholders : public PlaceholderSource {
+ public:
+  TaskPlaceholders(const Topology& topo, const TaskPlan& task, int ntasks,
+                   const std::string& nic_mapping)
+      : topo_(topo), task_(task), ntasks_(ntasks), nic_mapping_(nic_mapping) {}
+
+  const std::string& get(Placeholder p) override {
+    const size_t i = static_cast<size_t>(p);
+    if (!done_[i]) {
+      values_[i] = compute(p);
+      done_[i] = true;
+    }
+    return values_[i];
+  }
+
+ private:
+  std::string join_gpus(bool pci) const {
+    std::string text;
+    for (const TaskGpu& gpu : task_.gpus) {
+      if (!text.empty()) text.push_back(',');
+      text += pci ? topo_.gpus[gpu.gpu].pci_bus_id : gpu.token;
+    }
+    return text;
+  }
+
+  std::string compute(Placeholder p) const {
+    const Nic* nic = task_.nic >= 0 ? &topo_.nics[task_.nic] : nullptr;
+    auto number_if = [](bool ok, int n) { return ok ? std::to_string(n) : std::string(); };
+    switch (p) {
+      case Placeholder::kGpus:
+        return join_gpus(false);
+      case Placeholder::kGpuPci:
+        return join_gpus(true);
+      case Placeholder::kNgpus:
+        return number_if(!task_.gpus.empty(), task_.gpus.size());
+      case Placeholder::kNic:
+        return nic ? nic->name : "";
+      case Placeholder::kNicNetdev:
+        return nic ? nic->netdev : "";
+      case Placeholder::kNicRdma:
+        return nic ? nic->rdma : "";
+      case Placeholder::kNicIndex:
+        return number_if(nic, nic ? nic_ordinal(*nic) : 0);
+      case Placeholder::kNicMapping:
+        return nic ? nic_mapping_ : "";
+      case Placeholder::kCpus:
+        return task_.cpus.to_list();
+      case Placeholder::kCpuMask:
+        return task_.cpus.to_mask();
+      case Placeholder::kNcpus:
+        return std::to_string(task_.cpus.count());
+      case Placeholder::kNcores:
+        return std::to_string(task_.ncores);
+      case Placeholder::kNuma:
+        return number_if(task_.numa >= 0, task_.numa);
+      case Placeholder::kL3:
+        return number_if(task_.l3 >= 0, task_.l3);
+      case Placeholder::kLocalRank:
+        return std::to_string(task_.rank);
+      case Placeholder::kNtasks:
+        return std::to_string(ntasks_);
+      case Placeholder::kCount:
+        break;
+    }
+    return "";
+  }
+
+  const Topology& topo_;
+  const TaskPlan& task_;
+  int ntasks_;
+  const std::string& nic_mapping_;
+  PlaceholderValues values_;
+  std::array<bool, static_cast<size_t>(Placeholder::kCount)> done_{};
+};
+
+void append_group(const std::vector<EnvTemplate>& group, std::string_view selector,
+                  PlaceholderSource& values, std::vector<EnvVar>& env) {
   for (const EnvTemplate& tmpl : group) {
     if (!tmpl.when.empty() && tmpl.when != selector) continue;
     if (auto value = render_template(tmpl.value, values)) {
@@ -618,34 +743,9 @@ void Planner::render_env() {
   const std::string mapping = nic_mapping(topo_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
   for (TaskPlan& task : plan_.tasks) {
-    PlaceholderValues v;
-    auto set = [&](Placeholder p, std::string value) { v[static_cast<size_t>(p)] = std::move(value); };
-    std::string tokens, pcis;
-    for (const TaskGpu& gpu : task.gpus) {
-      tokens += (tokens.empty() ? "" : ",") + gpu.token;
-      pcis += (pcis.empty() ? "" : ",") + topo_.gpus[gpu.gpu].pci_bus_id;
-    }
-    set(Placeholder::kGpus, tokens);
-    set(Placeholder::kGpuPci, pcis);
-    if (!task.gpus.empty()) set(Placeholder::kNgpus, std::to_string(task.gpus.size()));
-    if (task.nic >= 0) {
-      const Nic& nic = topo_.nics[task.nic];
-      set(Placeholder::kNic, nic.name);
-      set(Placeholder::kNicNetdev, nic.netdev);
-      set(Placeholder::kNicRdma, nic.rdma);
-      set(Placeholder::kNicIndex, std::to_string(nic_ordinal(nic)));
-      set(Placeholder::kNicMapping, mapping);
-    }
-    set(Placeholder::kCpus, task.cpus.to_list());
-    set(Placeholder::kCpuMask, task.cpus.to_mask());
-    set(Placeholder::kNcpus, std::to_string(task.cpus.count()));
-    set(Placeholder::kNcores, std::to_string(task.ncores));
-    if (task.numa >= 0) set(Placeholder::kNuma, std::to_string(task.numa));
-    if (task.l3 >= 0) set(Placeholder::kL3, std::to_string(task.l3));
-    set(Placeholder::kLocalRank, std::to_string(task.rank));
-    set(Placeholder::kNtasks, std::to_string(ntasks_));
-
+    TaskPlaceholders v(topo_, task, ntasks_, mapping);
     std::vector<EnvVar>& env = task.env;
+    env.reserve(policy_.gpu_env.size() + policy_.nic_env.size() + policy_.omp_env.size() + 9);
     if (request_.gpu_env && !task.gpus.empty()) {
       append_group(policy_.gpu_env, vendor_name(topo_.gpus[task.gpus[0].gpu].vendor), v, env);
     }
@@ -657,15 +757,16 @@ void Planner::render_env() {
       env.push_back({"OMP_PLACES", "cores", false});
       env.push_back({"OMP_PROC_BIND", "close", false});
     }
+    // Information for users and tools, and the marker that binding was done.
     env.push_back({"GPUBIND_BOUND", "1", false});
-    env.push_back({"GPUBIND_LOCAL_RANK", v[static_cast<size_t>(Placeholder::kLocalRank)], false});
-    env.push_back({"GPUBIND_CPUS", v[static_cast<size_t>(Placeholder::kCpus)], false});
-    if (!tokens.empty()) {
-      env.push_back({"GPUBIND_GPUS", tokens, false});
-      env.push_back({"GPUBIND_GPU_PCI", pcis, false});
+    env.push_back({"GPUBIND_LOCAL_RANK", v.get(Placeholder::kLocalRank), false});
+    env.push_back({"GPUBIND_CPUS", v.get(Placeholder::kCpus), false});
+    if (!task.gpus.empty()) {
+      env.push_back({"GPUBIND_GPUS", v.get(Placeholder::kGpus), false});
+      env.push_back({"GPUBIND_GPU_PCI", v.get(Placeholder::kGpuPci), false});
     }
-    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", topo_.nics[task.nic].name, false});
-    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", std::to_string(task.numa), false});
+    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.get(Placeholder::kNic), false});
+    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.get(Placeholder::kNuma), false});
   }
 }
 
@@ -690,8 +791,12 @@ Result<Plan> Planner::run() {
     TaskPlan& plan = plan_.tasks[task];
     plan.rank = task;
     std::vector<int> numas, l3s;
+    numas.reserve(task_cores_[task].size());
+    l3s.reserve(task_cores_[task].size());
     for (int u : task_cores_[task]) {
-      plan.cpus |= usable_[u].pus;
+      const UsableCore& core = usable_[u];
+      for (int i = 0; i < core.pu_count; ++i)
+        plan.cpus.set(usable_pus_[core.pu_begin + i]);
       numas.push_back(usable_[u].numa);
       l3s.push_back(usable_[u].l3);
     }
@@ -719,13 +824,15 @@ CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
     for (const Core& core : topology.cores) {
       if (core.l3 < 0 || core.l3 >= static_cast<int>(seen.size()) || seen[core.l3]) continue;
       seen[core.l3] = true;
-      for (int pu : core.pus) reserved.set(pu);
+      for (int pu : core.pus)
+        reserved.set(pu);
     }
   }
   return reserved;
 }
 
-Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy, const PlanRequest& request) {
+Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
+                       const PlanRequest& request) {
   return Planner(topology, policy, request).run();
 }
 

@@ -4,7 +4,9 @@
 
 namespace gpubind {
 
-const char* order_name(Order order) { return order == Order::kCpu ? "cpu" : "gpu"; }
+const char* order_name(Order order) {
+  return order == Order::kCpu ? "cpu" : "gpu";
+}
 
 std::vector<std::string> SitePolicy::default_nic_patterns() {
   // Pattern order decides a NIC's name: hsn0 (not cxi0) on Slingshot, mlx5_0 (not ib0) on IB.

@@ -88,7 +88,8 @@ Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::
     }
     if (std::find(selectors.begin(), selectors.end(), t.when()) == selectors.end()) {
       std::string allowed;
-      for (const std::string& s : selectors) allowed += (allowed.empty() ? "'" : ", '") + s + "'";
+      for (const std::string& s : selectors)
+        allowed += (allowed.empty() ? "'" : ", '") + s + "'";
       return fail("when", "'" + t.when() + "' is not one of " + allowed);
     }
     out.push_back({t.name(), t.value(), t.when(), t.only_if_unset()});
@@ -96,7 +97,8 @@ Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::
   return out;
 }
 
-Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc, const std::string& source) {
+Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
+                           const std::string& source) {
   SitePolicy policy;
   policy.source = source;
   if (!proto.reserved_cpus().empty()) {
@@ -113,7 +115,8 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc, con
     }
   }
   if (proto.smt() > 64) {
-    return loc.at(proto, "smt", -1, std::to_string(proto.smt()) + " threads per core is not plausible (0-64)");
+    return loc.at(proto, "smt", -1,
+                  std::to_string(proto.smt()) + " threads per core is not plausible (0-64)");
   }
   policy.smt = static_cast<int>(proto.smt());
   policy.order = proto.order() == gpubind::Policy::CPU ? Order::kCpu : Order::kGpu;
@@ -164,8 +167,9 @@ Result<SitePolicy> parse_policy(std::string_view text, const std::string& source
 }
 
 Result<SitePolicy> load_policy_file(const std::string& path) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return make_error("policy file '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    return make_error("policy file '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return make_error("policy file '" + path + "': not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("policy file '" + path + "': " + std::strerror(errno));

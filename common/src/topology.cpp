@@ -8,29 +8,40 @@ namespace gpubind {
 
 const char* vendor_name(Vendor vendor) {
   switch (vendor) {
-    case Vendor::kNvidia: return "nvidia";
-    case Vendor::kAmd: return "amd";
-    case Vendor::kIntel: return "intel";
-    case Vendor::kUnknown: break;
+    case Vendor::kNvidia:
+      return "nvidia";
+    case Vendor::kAmd:
+      return "amd";
+    case Vendor::kIntel:
+      return "intel";
+    case Vendor::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 const char* nic_kind_name(NicKind kind) {
   switch (kind) {
-    case NicKind::kSlingshot: return "slingshot";
-    case NicKind::kInfiniband: return "infiniband";
-    case NicKind::kEthernet: break;
+    case NicKind::kSlingshot:
+      return "slingshot";
+    case NicKind::kInfiniband:
+      return "infiniband";
+    case NicKind::kEthernet:
+      break;
   }
   return "ethernet";
 }
 
 const char* locality_kind_name(LocalityKind kind) {
   switch (kind) {
-    case LocalityKind::kL3: return "L3";
-    case LocalityKind::kNuma: return "NUMA";
-    case LocalityKind::kPackage: return "package";
-    case LocalityKind::kMachine: break;
+    case LocalityKind::kL3:
+      return "L3";
+    case LocalityKind::kNuma:
+      return "NUMA";
+    case LocalityKind::kPackage:
+      return "package";
+    case LocalityKind::kMachine:
+      break;
   }
   return "machine";
 }
@@ -38,7 +49,8 @@ const char* locality_kind_name(LocalityKind kind) {
 CpuSet Topology::all_pus() const {
   CpuSet set;
   for (const Core& core : cores) {
-    for (int pu : core.pus) set.set(pu);
+    for (int pu : core.pus)
+      set.set(pu);
   }
   return set;
 }
@@ -47,7 +59,8 @@ CpuSet Topology::l3_pus(int l3) const {
   CpuSet set;
   for (const Core& core : cores) {
     if (core.l3 != l3) continue;
-    for (int pu : core.pus) set.set(pu);
+    for (int pu : core.pus)
+      set.set(pu);
   }
   return set;
 }
@@ -56,7 +69,8 @@ CpuSet Topology::numa_pus(int numa) const {
   CpuSet set;
   for (const Core& core : cores) {
     if (core.numa != numa) continue;
-    for (int pu : core.pus) set.set(pu);
+    for (int pu : core.pus)
+      set.set(pu);
   }
   return set;
 }
@@ -82,7 +96,8 @@ std::string normalize_bus_id(std::string id) {
 
 int trailing_number(const std::string& name) {
   size_t start = name.size();
-  while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1]))) --start;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1])))
+    --start;
   if (start == name.size()) return -1;
   int value = -1;
   std::from_chars(name.data() + start, name.data() + name.size(), value);

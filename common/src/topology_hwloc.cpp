@@ -24,7 +24,8 @@ using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_
 CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
   CpuSet set;
   if (!bitmap) return set;
-  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i)) set.set(i);
+  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i))
+    set.set(i);
   return set;
 }
 
@@ -104,7 +105,8 @@ class Loader {
       Core core;
       core.index = static_cast<int>(t.cores.size());
       hwloc_obj_t pu = nullptr;
-      while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(topo_, obj->cpuset, HWLOC_OBJ_PU, pu))) {
+      while (
+          (pu = hwloc_get_next_obj_inside_cpuset_by_type(topo_, obj->cpuset, HWLOC_OBJ_PU, pu))) {
         core.pus.push_back(static_cast<int>(pu->os_index));
       }
       if (core.pus.empty()) continue;
@@ -139,7 +141,8 @@ class Loader {
       loc.cpus = to_cpuset(hwloc_get_root_obj(topo_)->cpuset);
     }
     hwloc_bitmap_t domain = hwloc_bitmap_alloc();
-    for (int cpu : loc.cpus.to_vector()) hwloc_bitmap_set(domain, cpu);
+    for (int cpu : loc.cpus.to_vector())
+      hwloc_bitmap_set(domain, cpu);
     loc.l3 = l3_containing(domain);
     loc.numa = numa_containing(domain);
     loc.package = package_containing(domain);
@@ -152,7 +155,8 @@ class Loader {
   // switch, the device's root port. Devices that share it sit behind the same switch.
   static int pci_switch_of(hwloc_obj_t io) {
     hwloc_obj_t pci = io;
-    while (pci && pci->type != HWLOC_OBJ_PCI_DEVICE) pci = pci->parent;
+    while (pci && pci->type != HWLOC_OBJ_PCI_DEVICE)
+      pci = pci->parent;
     if (!pci || !pci->parent || pci->parent->type != HWLOC_OBJ_BRIDGE) return -1;
     hwloc_obj_t port = pci->parent;
     if (port->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) return -1;
@@ -169,19 +173,27 @@ class Loader {
     const unsigned cls = pci->attr->pcidev.class_id;
     const unsigned base = cls >> 8;
     switch (vendor) {
-      case 0x10de: return base == 0x03 || base == 0x12;               // NVIDIA
-      case 0x1002: return base == 0x03 || base == 0x12;               // AMD
-      case 0x8086: return cls == 0x0380 || base == 0x12;              // Intel: not iGPU VGA
-      default: return false;
+      case 0x10de:
+        return base == 0x03 || base == 0x12;  // NVIDIA
+      case 0x1002:
+        return base == 0x03 || base == 0x12;  // AMD
+      case 0x8086:
+        return cls == 0x0380 || base == 0x12;  // Intel: not iGPU VGA
+      default:
+        return false;
     }
   }
 
   static Vendor vendor_of(unsigned vendor_id) {
     switch (vendor_id) {
-      case 0x10de: return Vendor::kNvidia;
-      case 0x1002: return Vendor::kAmd;
-      case 0x8086: return Vendor::kIntel;
-      default: return Vendor::kUnknown;
+      case 0x10de:
+        return Vendor::kNvidia;
+      case 0x1002:
+        return Vendor::kAmd;
+      case 0x8086:
+        return Vendor::kIntel;
+      default:
+        return Vendor::kUnknown;
     }
   }
 
@@ -202,11 +214,16 @@ class Loader {
     for (hwloc_obj_t os : osdevs) {
       const std::string name = os->name ? os->name : "";
       std::smatch m;
-      if (std::regex_match(name, rsmi)) rsmis.push_back(os);
-      else if (std::regex_match(name, ze)) zes.push_back(os);
-      else if (std::regex_match(name, m, tile)) ++tiles["ze" + m[1].str()];
-      else if (std::regex_match(name, nvidia)) nvidias.push_back(os);
-      else if (std::regex_match(name, opencl)) opencls.push_back(os);
+      if (std::regex_match(name, rsmi))
+        rsmis.push_back(os);
+      else if (std::regex_match(name, ze))
+        zes.push_back(os);
+      else if (std::regex_match(name, m, tile))
+        ++tiles["ze" + m[1].str()];
+      else if (std::regex_match(name, nvidia))
+        nvidias.push_back(os);
+      else if (std::regex_match(name, opencl))
+        opencls.push_back(os);
     }
     const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
     const Vendor pci_vendor = is_pci ? vendor_of(parent->attr->pcidev.vendor_id) : Vendor::kUnknown;
@@ -225,12 +242,14 @@ class Loader {
       const Vendor vendor = !rsmis.empty() ? Vendor::kAmd : Vendor::kIntel;
       for (hwloc_obj_t os : list) {
         const auto it = tiles.find(os->name);
-        units.push_back({is_pci ? parent : os, os->name, vendor,
-                         it == tiles.end() ? 0 : it->second, model_of(os)});
+        units.push_back({is_pci ? parent : os, os->name, vendor, it == tiles.end() ? 0 : it->second,
+                         model_of(os)});
       }
       return units;
     }
-    hwloc_obj_t named = !nvidias.empty() ? nvidias.front() : !opencls.empty() ? opencls.front() : nullptr;
+    hwloc_obj_t named = !nvidias.empty()   ? nvidias.front()
+                        : !opencls.empty() ? opencls.front()
+                                           : nullptr;
     if (named) {
       const Vendor vendor = !nvidias.empty() ? Vendor::kNvidia : pci_vendor;
       units.push_back({is_pci ? parent : named, named->name, vendor, 0, model_of(named)});
@@ -250,7 +269,8 @@ class Loader {
       if (std::find(types.begin(), types.end(), os->attr->osdev.type) == types.end()) continue;
       // Sub-devices (PVC tiles) may hang below their device's OS device: group by PCI device.
       hwloc_obj_t parent = os->parent;
-      while (parent && parent->type == HWLOC_OBJ_OS_DEVICE) parent = parent->parent;
+      while (parent && parent->type == HWLOC_OBJ_OS_DEVICE)
+        parent = parent->parent;
       groups[parent && parent->type == HWLOC_OBJ_PCI_DEVICE ? parent : os].push_back(os);
     }
     return groups;
@@ -259,7 +279,8 @@ class Loader {
   void read_gpus(Topology& t) const {
     auto groups = osdevs_by_parent({HWLOC_OBJ_OSDEV_GPU, HWLOC_OBJ_OSDEV_COPROC});
     hwloc_obj_t pci = nullptr;
-    while ((pci = hwloc_get_next_pcidev(topo_, pci))) groups[pci];  // PCI-class candidates too
+    while ((pci = hwloc_get_next_pcidev(topo_, pci)))
+      groups[pci];  // PCI-class candidates too
     struct Found {
       std::string sort_key;
       int order;
@@ -328,7 +349,7 @@ class Loader {
         nic.pci_bus_id = pci_bus_id(parent);
         slingshot = slingshot || parent->attr->pcidev.vendor_id == 0x17db;  // HPE Cray Cassini
       }
-      nic.kind = slingshot ? NicKind::kSlingshot
+      nic.kind = slingshot           ? NicKind::kSlingshot
                  : !nic.rdma.empty() ? NicKind::kInfiniband
                                      : NicKind::kEthernet;
       nic.locality = locality_of(parent);
@@ -355,7 +376,7 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
   hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   const bool from_xml = !xml_path.empty();
   if (from_xml) {
-    struct stat st{};
+    struct stat st {};
     if (stat(xml_path.c_str(), &st) != 0) {
       return make_error("topology file '" + xml_path + "': " + std::strerror(errno));
     }
@@ -366,15 +387,16 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
     }
   }
   if (hwloc_topology_load(raw) != 0) {
-    return make_error(from_xml ? "topology file '" + xml_path +
-                                     "': not a valid hwloc XML topology (" + std::strerror(errno) + ")"
-                               : std::string("hwloc: topology discovery failed: ") +
-                                     std::strerror(errno));
+    return make_error(
+        from_xml ? "topology file '" + xml_path + "': not a valid hwloc XML topology (" +
+                       std::strerror(errno) + ")"
+                 : std::string("hwloc: topology discovery failed: ") + std::strerror(errno));
   }
   Topology topology = Loader(raw, nic_patterns).build(from_xml ? xml_path : "live");
   if (topology.cores.empty()) {
-    return make_error((from_xml ? "topology file '" + xml_path + "'" : std::string("live topology")) +
-                      ": no CPUs found");
+    return make_error(
+        (from_xml ? "topology file '" + xml_path + "'" : std::string("live topology")) +
+        ": no CPUs found");
   }
   return topology;
 }

@@ -62,8 +62,8 @@ TEST_P(SharedTopology, LoadsAndPlansWithAllInvariants) {
   const Topology t = load_shared(GetParam());
   ASSERT_FALSE(t.cores.empty());
   const int gpus = static_cast<int>(t.gpus.size());
-  std::vector<int> counts = gpus > 0 ? std::vector<int>{1, gpus, 2 * gpus, 3 * gpus}
-                                     : std::vector<int>{1, 2, 4};
+  std::vector<int> counts =
+      gpus > 0 ? std::vector<int>{1, gpus, 2 * gpus, 3 * gpus} : std::vector<int>{1, 2, 4};
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   for (const SitePolicy& policy : policies()) {
     for (Order order : {Order::kGpu, Order::kCpu}) {
@@ -139,7 +139,8 @@ TEST(SharedTopologies, AgreesWithPrrteDeviceMapping) {
   auto plan = make_plan(t, SitePolicy(), request);
   ASSERT_TRUE(plan) << plan.error().message;
   std::ifstream in(map);
-  const std::regex line_re(R"(Process rank: (\d+) Bound: package\[\d+\]\[core:L(\d+)\] Device: (\w+))");
+  const std::regex line_re(
+      R"(Process rank: (\d+) Bound: package\[\d+\]\[core:L(\d+)\] Device: (\w+))");
   int checked = 0;
   for (std::string line; std::getline(in, line);) {
     std::smatch m;

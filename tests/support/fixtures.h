@@ -20,7 +20,8 @@ inline const Topology& fixture(const std::string& name) {
   static std::map<std::string, Topology> cache;
   auto it = cache.find(name);
   if (it == cache.end()) {
-    auto loaded = load_topology_xml(fixture_path(name + ".xml"), SitePolicy::default_nic_patterns());
+    auto loaded =
+        load_topology_xml(fixture_path(name + ".xml"), SitePolicy::default_nic_patterns());
     if (!loaded) {
       ADD_FAILURE() << loaded.error().message;
       static const Topology empty;

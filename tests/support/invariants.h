@@ -16,7 +16,8 @@ namespace gpubind::testing {
 inline std::map<int, int> core_of_pu(const Topology& t) {
   std::map<int, int> core_of;
   for (const Core& core : t.cores) {
-    for (int pu : core.pus) core_of[pu] = core.index;
+    for (int pu : core.pus)
+      core_of[pu] = core.index;
   }
   return core_of;
 }
@@ -44,11 +45,14 @@ inline std::string fingerprint(const Plan& plan) {
   for (const TaskPlan& task : plan.tasks) {
     out << task.rank << " " << task.cpus.to_list() << " nic=" << task.nic << " numa=" << task.numa
         << " l3=" << task.l3 << " gpus=";
-    for (const TaskGpu& gpu : task.gpus) out << gpu.gpu << "/" << gpu.token << ",";
-    for (const EnvVar& var : task.env) out << " " << var.name << "=" << var.value;
+    for (const TaskGpu& gpu : task.gpus)
+      out << gpu.gpu << "/" << gpu.token << ",";
+    for (const EnvVar& var : task.env)
+      out << " " << var.name << "=" << var.value;
     out << "\n";
   }
-  for (const std::string& w : plan.warnings) out << "warning: " << w << "\n";
+  for (const std::string& w : plan.warnings)
+    out << "warning: " << w << "\n";
   return out.str();
 }
 
@@ -64,8 +68,8 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
   const CpuSet allowed = request.allowed_cpus.value_or(all) & all;
   const CpuSet reserved = reserved_cpus(t, policy);
   if (static_cast<int>(plan.tasks.size()) != request.ntasks) {
-    return ::testing::AssertionFailure() << "planned " << plan.tasks.size() << " tasks, asked "
-                                         << request.ntasks;
+    return ::testing::AssertionFailure()
+           << "planned " << plan.tasks.size() << " tasks, asked " << request.ntasks;
   }
   const auto core_of = core_of_pu(t);
   std::set<int> usable_cores;
@@ -73,24 +77,29 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
 
   std::map<std::string, int> tokens;  // token -> node GPU
   if (request.gpus) {
-    for (const StepGpu& g : *request.gpus) tokens[g.token] = g.gpu;
+    for (const StepGpu& g : *request.gpus)
+      tokens[g.token] = g.gpu;
   } else {
-    for (const Gpu& g : t.gpus) tokens[std::to_string(g.index)] = g.index;
+    for (const Gpu& g : t.gpus)
+      tokens[std::to_string(g.index)] = g.index;
   }
   std::map<int, int> tasks_per_gpu;
   bool one_gpu_each = true;
   for (const TaskPlan& task : plan.tasks) {
-    if (task.cpus.empty()) return ::testing::AssertionFailure() << "rank " << task.rank << " has no CPUs";
+    if (task.cpus.empty())
+      return ::testing::AssertionFailure() << "rank " << task.rank << " has no CPUs";
     if (!task.cpus.is_subset_of(allowed.minus(reserved))) {
-      return ::testing::AssertionFailure() << "rank " << task.rank << " CPUs " << task.cpus.to_list()
-                                           << " leave the step's usable CPUs";
+      return ::testing::AssertionFailure()
+             << "rank " << task.rank << " CPUs " << task.cpus.to_list()
+             << " leave the step's usable CPUs";
     }
     if (!tokens.empty() && task.gpus.empty()) {
       return ::testing::AssertionFailure() << "rank " << task.rank << " has no GPU";
     }
     one_gpu_each = one_gpu_each && task.gpus.size() == 1;
     for (const TaskGpu& gpu : task.gpus) {
-      const std::string base = gpu.token.substr(0, gpu.tile >= 0 ? gpu.token.rfind('.') : std::string::npos);
+      const std::string base =
+          gpu.token.substr(0, gpu.tile >= 0 ? gpu.token.rfind('.') : std::string::npos);
       auto it = tokens.find(base);
       if (it == tokens.end() || it->second != gpu.gpu) {
         return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token
@@ -104,10 +113,12 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
     if (!task.gpus.empty() && task.nic >= 0) {
       const CpuSet& gpu_domain = t.gpus[task.gpus[0].gpu].locality.cpus;
       bool any_local = false;
-      for (const Nic& nic : t.nics) any_local |= nic.locality.cpus.intersects(gpu_domain);
+      for (const Nic& nic : t.nics)
+        any_local |= nic.locality.cpus.intersects(gpu_domain);
       if (any_local && !t.nics[task.nic].locality.cpus.intersects(gpu_domain)) {
-        return ::testing::AssertionFailure() << "rank " << task.rank << " got remote NIC "
-                                             << t.nics[task.nic].name << " though a local one exists";
+        return ::testing::AssertionFailure()
+               << "rank " << task.rank << " got remote NIC " << t.nics[task.nic].name
+               << " though a local one exists";
       }
     }
   }
@@ -128,7 +139,8 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
     if (auto shared = no_core_shared(t, plan); !shared) return shared;
   } else {
     bool warned = false;
-    for (const std::string& w : plan.warnings) warned |= w.find("share cores") != std::string::npos;
+    for (const std::string& w : plan.warnings)
+      warned |= w.find("share cores") != std::string::npos;
     if (!warned) return ::testing::AssertionFailure() << "cores shared without a warning";
   }
   return ::testing::AssertionSuccess();

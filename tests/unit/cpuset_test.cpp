@@ -25,10 +25,10 @@ TEST(CpuSet, RejectsMalformedListsNamingTheFault) {
     const char* text;
     const char* fault;
   };
-  for (const Case& c : {Case{"1-", "'' is not a CPU number"}, Case{"a", "'a' is not a CPU number"},
-                        Case{"3-1", "runs backwards"}, Case{"1,,2", "empty item"},
-                        Case{"70000", "out of range"}, Case{"-1", "'' is not a CPU number"},
-                        Case{"1.5", "'1.5' is not a CPU number"}}) {
+  for (const Case& c :
+       {Case{"1-", "'' is not a CPU number"}, Case{"a", "'a' is not a CPU number"},
+        Case{"3-1", "runs backwards"}, Case{"1,,2", "empty item"}, Case{"70000", "out of range"},
+        Case{"-1", "'' is not a CPU number"}, Case{"1.5", "'1.5' is not a CPU number"}}) {
     auto set = CpuSet::parse_list(c.text);
     ASSERT_FALSE(set) << c.text;
     EXPECT_NE(set.error().message.find(c.fault), std::string::npos) << set.error().message;

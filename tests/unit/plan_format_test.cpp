@@ -19,7 +19,8 @@ Plan lumi_plan(int ntasks) {
 
 TEST(PlanFormat, JsonHasTheDocumentedShape) {
   const std::string json = plan_to_json(fixture("lumi-g"), lumi_plan(8));
-  EXPECT_EQ(json.rfind(R"({"tasks":[{"rank":0,"cpus":"49-55","cpu_mask":"0xfe000000000000",)", 0), 0u)
+  EXPECT_EQ(json.rfind(R"({"tasks":[{"rank":0,"cpus":"49-55","cpu_mask":"0xfe000000000000",)", 0),
+            0u)
       << json.substr(0, 200);
   EXPECT_NE(json.find(R"("gpus":[{"index":0,"pci":"0000:c1:00.0",)"), std::string::npos);
   EXPECT_NE(json.find(R"("nic":"hsn0","numa":3,)"), std::string::npos);

@@ -7,6 +7,7 @@
 
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
+#include "../support/synthetic.h"
 
 namespace gpubind {
 namespace {
@@ -57,8 +58,9 @@ std::set<int> l3s_of(const Topology& t, const CpuSet& cpus) {
 
 TEST(PlannerLumi, EightRanksMatchTheSitePublishedMasks) {
   const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), tasks(8));
-  const char* masks[] = {"0xfe000000000000", "0xfe00000000000000", "0xfe0000", "0xfe000000",
-                         "0xfe", "0xfe00", "0xfe00000000", "0xfe0000000000"};
+  const char* masks[] = {
+      "0xfe000000000000", "0xfe00000000000000", "0xfe0000",      "0xfe000000", "0xfe",
+      "0xfe00",           "0xfe00000000",       "0xfe0000000000"};
   ASSERT_EQ(plan.tasks.size(), 8u);
   for (int r = 0; r < 8; ++r) {
     const TaskPlan& task = plan.tasks[r];
@@ -120,12 +122,14 @@ TEST(PlannerLumi, TwentyFourTasksSplitEachCcdUnevenlyInsteadOfStraddling) {
     std::map<int, std::vector<int>> sizes_by_l3;
     for (const TaskPlan& task : plan.tasks) {
       const auto l3s = l3s_of(t, task.cpus);
-      ASSERT_EQ(l3s.size(), 1u) << "rank " << task.rank << " straddles L3s: " << task.cpus.to_list();
+      ASSERT_EQ(l3s.size(), 1u) << "rank " << task.rank
+                                << " straddles L3s: " << task.cpus.to_list();
       sizes_by_l3[*l3s.begin()].push_back(task.cpus.count());
     }
     ASSERT_EQ(sizes_by_l3.size(), 8u);
     for (const auto& [l3, sizes] : sizes_by_l3) {
-      EXPECT_EQ(sizes, (std::vector<int>{3, 2, 2})) << "L3 " << l3 << " order " << order_name(order);
+      EXPECT_EQ(sizes, (std::vector<int>{3, 2, 2}))
+          << "L3 " << l3 << " order " << order_name(order);
     }
   }
 }
@@ -158,7 +162,8 @@ TEST(PlannerLumi, FewerTasksThanGpusGetGpusThatSitTogether) {
               std::to_string(2 * r) + "," + std::to_string(2 * r + 1));
     // Cores from both GCDs' CCDs: 14 usable cores.
     EXPECT_EQ(task.cpus.count(), 14);
-    EXPECT_TRUE(task.cpus.is_subset_of(t.gpus[2 * r].locality.cpus | t.gpus[2 * r + 1].locality.cpus));
+    EXPECT_TRUE(
+        task.cpus.is_subset_of(t.gpus[2 * r].locality.cpus | t.gpus[2 * r + 1].locality.cpus));
   }
 }
 
@@ -170,7 +175,8 @@ TEST(PlannerLumi, ThreeTasksOnEightGpusStayClose) {
   ASSERT_EQ(plan.tasks[2].gpus.size(), 2u);
   std::set<int> seen;
   for (const TaskPlan& task : plan.tasks) {
-    for (const TaskGpu& gpu : task.gpus) EXPECT_TRUE(seen.insert(gpu.gpu).second) << gpu.gpu;
+    for (const TaskGpu& gpu : task.gpus)
+      EXPECT_TRUE(seen.insert(gpu.gpu).second) << gpu.gpu;
   }
   // The task with two GPUs gets one whole MI250X.
   EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].gpu].locality.numa,
@@ -203,7 +209,7 @@ TEST(PlannerLumi, StepGpuSubsetAndTokensAreRespected) {
 TEST(PlannerLumi, AllowedCpusOutsideTheGpuDomainSpillToTheNearestFreeCcd) {
   const Topology& t = fixture("lumi-g");
   PlanRequest request = tasks(1);
-  request.gpus = std::vector<StepGpu>{{0, "0"}};  // GCD 0 sits on CCD 6 (NUMA 3)
+  request.gpus = std::vector<StepGpu>{{0, "0"}};              // GCD 0 sits on CCD 6 (NUMA 3)
   request.allowed_cpus = *CpuSet::parse_list("0-47,64-111");  // CCDs 0-5 only
   const Plan plan = plan_or_fail(t, lumi_policy(), request);
   ASSERT_EQ(plan.tasks.size(), 1u);
@@ -242,7 +248,8 @@ TEST(PlannerLumi, CpusPerTaskBeyondTheNodeIsCappedWithAWarning) {
   ASSERT_EQ(plan.warnings.size(), 1u);
   EXPECT_NE(plan.warnings[0].find("cpus-per-task 8"), std::string::npos) << plan.warnings[0];
   EXPECT_TRUE(testing::no_core_shared(t, plan));
-  for (const TaskPlan& task : plan.tasks) EXPECT_EQ(task.ncores, 7);
+  for (const TaskPlan& task : plan.tasks)
+    EXPECT_EQ(task.ncores, 7);
 }
 
 TEST(PlannerLumi, MoreTasksThanCoresShareWithAWarning) {
@@ -250,9 +257,11 @@ TEST(PlannerLumi, MoreTasksThanCoresShareWithAWarning) {
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(60));
   ASSERT_EQ(plan.tasks.size(), 60u);
   bool warned = false;
-  for (const std::string& w : plan.warnings) warned |= w.find("share cores") != std::string::npos;
+  for (const std::string& w : plan.warnings)
+    warned |= w.find("share cores") != std::string::npos;
   EXPECT_TRUE(warned);
-  for (const TaskPlan& task : plan.tasks) EXPECT_EQ(task.cpus.count(), 1);
+  for (const TaskPlan& task : plan.tasks)
+    EXPECT_EQ(task.cpus.count(), 1);
 }
 
 TEST(PlannerLumi, NoCoreSharedWhileCoresSuffice) {
@@ -286,7 +295,8 @@ TEST(PlannerLumi, TasksPerGpu) {
   PlanRequest request = tasks(8);
   request.tasks_per_gpu = 2;
   const Plan plan = plan_or_fail(t, lumi_policy(), request);
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2);
+  for (int r = 0; r < 8; ++r)
+    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2);
   request.tasks_per_gpu = 1;
   request.ntasks = 10;
   const Plan over = plan_or_fail(t, lumi_policy(), request);
@@ -377,7 +387,8 @@ TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {
   const Topology& t = fixture("aurora-pvc");
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
   std::vector<std::string> nics;
-  for (const TaskPlan& task : plan.tasks) nics.push_back(t.nics[task.nic].name);
+  for (const TaskPlan& task : plan.tasks)
+    nics.push_back(t.nics[task.nic].name);
   EXPECT_EQ(nics, (std::vector<std::string>{"hsn0", "hsn1", "hsn2", "hsn4", "hsn5", "hsn6"}));
 }
 
@@ -513,6 +524,24 @@ TEST(PlannerEnv, GpuEnvIsAlwaysASubListOfTheStepTokens) {
   }
   EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "GPU-a");
   EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(t.gpus[7].locality.cpus));
+}
+
+}  // namespace
+}  // namespace gpubind
+
+namespace gpubind {
+namespace {
+
+TEST(PlannerScale, ThousandPuNodeWithManyTasks) {
+  const Topology t = testing::synthetic_topology({});
+  ASSERT_EQ(t.all_pus().count(), 1024);
+  for (int n : {8, 256, 512, 600}) {
+    PlanRequest request;
+    request.ntasks = n;
+    auto plan = make_plan(t, SitePolicy(), request);
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_TRUE(testing::plan_invariants(t, SitePolicy(), request, *plan)) << n;
+  }
 }
 
 }  // namespace

@@ -12,8 +12,8 @@ namespace {
 ::testing::AssertionResult fails_with(const Result<SitePolicy>& result, const std::string& text) {
   if (result) return ::testing::AssertionFailure() << "parsed, expected an error with: " << text;
   if (result.error().message.find(text) == std::string::npos) {
-    return ::testing::AssertionFailure() << "error '" << result.error().message
-                                         << "' lacks: " << text;
+    return ::testing::AssertionFailure()
+           << "error '" << result.error().message << "' lacks: " << text;
   }
   return ::testing::AssertionSuccess();
 }
@@ -73,7 +73,8 @@ TEST(PolicyLoader, SyntaxErrorNamesFileLineAndColumn) {
   EXPECT_TRUE(fails_with(parse_policy("smt: 1\n\nbogus_field: 2\n", "p.conf"), "p.conf:3:"));
   EXPECT_TRUE(fails_with(parse_policy("smt: 1\n\nbogus_field: 2\n", "p.conf"), "bogus_field"));
   // protobuf reports a bad enum value where the next token starts; the message names both.
-  EXPECT_TRUE(fails_with(parse_policy("order: SIDEWAYS\n", "p.conf"), "\"SIDEWAYS\" for field \"order\""));
+  EXPECT_TRUE(
+      fails_with(parse_policy("order: SIDEWAYS\n", "p.conf"), "\"SIDEWAYS\" for field \"order\""));
   EXPECT_TRUE(fails_with(parse_policy("smt: -1\n", "p.conf"), "p.conf:1:"));
 }
 
@@ -97,12 +98,12 @@ TEST(PolicyLoader, TemplateErrorsPointIntoTheGroup) {
   EXPECT_TRUE(fails_with(parse_policy(text, "p.conf"), "unknown placeholder {gpuz}"));
   EXPECT_TRUE(fails_with(parse_policy("nic_env { name: \"1BAD\" value: \"x\" }\n", "p.conf"),
                          "nic_env[0].name: '1BAD' is not a valid environment variable name"));
-  EXPECT_TRUE(fails_with(parse_policy("gpu_env { name: \"X\" value: \"x\" when: \"matrox\" }\n",
-                                      "p.conf"),
-                         "gpu_env[0].when: 'matrox' is not one of"));
-  EXPECT_TRUE(fails_with(parse_policy("omp_env { name: \"X\" value: \"x\" when: \"amd\" }\n",
-                                      "p.conf"),
-                         "omp_env[0].when"));
+  EXPECT_TRUE(
+      fails_with(parse_policy("gpu_env { name: \"X\" value: \"x\" when: \"matrox\" }\n", "p.conf"),
+                 "gpu_env[0].when: 'matrox' is not one of"));
+  EXPECT_TRUE(
+      fails_with(parse_policy("omp_env { name: \"X\" value: \"x\" when: \"amd\" }\n", "p.conf"),
+                 "omp_env[0].when"));
 }
 
 TEST(PolicyLoader, FileErrorsNameThePath) {

@@ -14,7 +14,8 @@ using testing::fixture_path;
 
 std::vector<int> gpu_l3s(const Topology& t) {
   std::vector<int> l3s;
-  for (const Gpu& gpu : t.gpus) l3s.push_back(gpu.locality.l3);
+  for (const Gpu& gpu : t.gpus)
+    l3s.push_back(gpu.locality.l3);
   return l3s;
 }
 
@@ -152,7 +153,8 @@ TEST(TopologyHwloc, LiveDiscoveryFindsThisMachine) {
 TEST(TopologyHwloc, MissingOrBrokenFilesNameTheFile) {
   auto missing = load_topology_xml("/nonexistent/node.xml", {});
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, "topology file '/nonexistent/node.xml': No such file or directory");
+  EXPECT_EQ(missing.error().message,
+            "topology file '/nonexistent/node.xml': No such file or directory");
 
   const std::string path = ::testing::TempDir() + "/gpubind-broken.xml";
   std::ofstream(path) << "<topology><object type=\"Machine\"";
@@ -173,14 +175,16 @@ TEST(GpuOrder, ReordersByBusIdOrIndex) {
   EXPECT_EQ(t.gpus[1].pci_bus_id, "0000:81:00.0");
   EXPECT_EQ(t.gpus[2].pci_bus_id, "0000:41:00.0");
   EXPECT_EQ(t.gpus[3].pci_bus_id, "0000:03:00.0");
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(t.gpus[i].index, i);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(t.gpus[i].index, i);
   EXPECT_EQ(t.gpus[0].locality.numa, 0);
 }
 
 TEST(GpuOrder, PartitionsShareABusIdAndAreTakenInTurn) {
   Topology t = fixture("mi300a-tpx");
   std::vector<std::string> order;
-  for (int i = 11; i >= 0; --i) order.push_back(t.gpus[i].pci_bus_id);
+  for (int i = 11; i >= 0; --i)
+    order.push_back(t.gpus[i].pci_bus_id);
   ASSERT_TRUE(apply_gpu_order(t, order));
   EXPECT_EQ(t.gpus[0].pci_bus_id, "0003:02:00.0");
   EXPECT_EQ(t.gpus[0].os_name, "rsmi9");

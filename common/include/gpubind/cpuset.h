@@ -27,8 +27,10 @@ class CpuSet {
 
   void set(int cpu);
   void reset(int cpu);
-  bool test(int cpu) const;
-  bool empty() const;
+  bool test(int cpu) const {
+    return cpu >= 0 && (word(static_cast<size_t>(cpu) / 64) >> (cpu % 64)) & 1;
+  }
+  bool empty() const { return size_ == 0; }
   int count() const;
   int first() const;  // -1 when empty
   int last() const;   // -1 when empty
@@ -47,8 +49,9 @@ class CpuSet {
 
   template <class F>
   void for_each(F&& fn) const {
-    for (size_t w = 0; w < words_.size(); ++w) {
-      uint64_t bits = words_[w];
+    const uint64_t* words = data();
+    for (size_t w = 0; w < size_; ++w) {
+      uint64_t bits = words[w];
       while (bits) {
         int bit = __builtin_ctzll(bits);
         fn(static_cast<int>(w * 64 + bit));
@@ -58,8 +61,18 @@ class CpuSet {
   }
 
  private:
+  // Nodes up to 256 CPUs need no heap allocation: planning copies and combines many sets.
+  static constexpr size_t kInlineWords = 4;
+
+  const uint64_t* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+  uint64_t* data() { return heap_.empty() ? inline_ : heap_.data(); }
+  uint64_t word(size_t w) const { return w < size_ ? data()[w] : 0; }
+  void grow(size_t words);  // size_ >= words, new words zero
   void trim();
-  std::vector<uint64_t> words_;
+
+  uint64_t inline_[kInlineWords] = {};
+  std::vector<uint64_t> heap_;  // used instead of inline_ once more words are needed
+  size_t size_ = 0;             // words in use; the last one is non-zero
 };
 
 // "0,2,4-7" for a sorted or unsorted list of integers (ranks, cores...).

@@ -32,9 +32,10 @@ enum class Placeholder {
 };
 
 inline constexpr std::array<const char*, static_cast<size_t>(Placeholder::kCount)>
-    kPlaceholderNames = {"gpus",    "gpu_pci",  "ngpus", "nic",    "nic_netdev", "nic_rdma",
-                         "nic_index", "nic_mapping", "cpus", "cpu_mask", "ncpus", "ncores",
-                         "numa",    "l3",       "local_rank", "ntasks"};
+    kPlaceholderNames = {"gpus",       "gpu_pci",  "ngpus",      "nic",
+                         "nic_netdev", "nic_rdma", "nic_index",  "nic_mapping",
+                         "cpus",       "cpu_mask", "ncpus",      "ncores",
+                         "numa",       "l3",       "local_rank", "ntasks"};
 
 // Values of every placeholder for one task.
 using PlaceholderValues = std::array<std::string, static_cast<size_t>(Placeholder::kCount)>;
@@ -42,9 +43,17 @@ using PlaceholderValues = std::array<std::string, static_cast<size_t>(Placeholde
 // Checks braces and placeholder names; the error names the template and the fault.
 Status validate_template(std::string_view value);
 
+// Supplies placeholder values on demand, so a task computes only what its templates use.
+class PlaceholderSource {
+ public:
+  virtual ~PlaceholderSource() = default;
+  // The value, or an empty string when it does not apply to this task.
+  virtual const std::string& get(Placeholder placeholder) = 0;
+};
+
 // Fills a template. nullopt when it uses a placeholder that is empty for this task (the variable
 // is then not set). Templates are validated at policy load, so unknown names render as empty.
-std::optional<std::string> render_template(std::string_view value,
-                                           const PlaceholderValues& values);
+std::optional<std::string> render_template(std::string_view value, PlaceholderSource& source);
+std::optional<std::string> render_template(std::string_view value, const PlaceholderValues& values);
 
 }  // namespace gpubind

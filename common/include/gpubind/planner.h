@@ -21,16 +21,16 @@ struct StepGpu {
 
 struct PlanRequest {
   int ntasks = 1;
-  std::optional<CpuSet> allowed_cpus;    // the step's CPUs; nullopt = the whole node
+  std::optional<CpuSet> allowed_cpus;        // the step's CPUs; nullopt = the whole node
   std::optional<std::vector<StepGpu>> gpus;  // nullopt = every GPU of the node, tokens "0".."G-1"
-  int cpus_per_task = 0;                 // logical CPUs per task; 0 = an even share
-  int gpus_per_task = 0;                 // 0 = derived from tasks and GPUs
-  int tasks_per_gpu = 0;                 // 0 = derived
-  std::optional<Order> order;            // nullopt = the policy's order
-  std::optional<int> smt;                // nullopt = the policy's smt
-  bool gpu_env = true;                   // render the GPU visibility group
-  bool nic_env = true;                   // render the NIC group
-  std::optional<bool> omp_places;        // nullopt = the policy's omp_places
+  int cpus_per_task = 0;                     // logical CPUs per task; 0 = an even share
+  int gpus_per_task = 0;                     // 0 = derived from tasks and GPUs
+  int tasks_per_gpu = 0;                     // 0 = derived
+  std::optional<Order> order;                // nullopt = the policy's order
+  std::optional<int> smt;                    // nullopt = the policy's smt
+  bool gpu_env = true;                       // render the GPU visibility group
+  bool nic_env = true;                       // render the NIC group
+  std::optional<bool> omp_places;            // nullopt = the policy's omp_places
 };
 
 struct EnvVar {

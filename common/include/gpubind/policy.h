@@ -14,8 +14,8 @@ const char* order_name(Order order);  // "gpu", "cpu"
 
 struct EnvTemplate {
   std::string name;
-  std::string value;          // may hold {placeholders}: see env.h
-  std::string when;           // vendor (gpu_env) or NIC kind (nic_env); empty = always
+  std::string value;  // may hold {placeholders}: see env.h
+  std::string when;   // vendor (gpu_env) or NIC kind (nic_env); empty = always
   bool only_if_unset = false;
 };
 

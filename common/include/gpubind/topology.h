@@ -38,29 +38,29 @@ struct Core {
 };
 
 struct Gpu {
-  int index = 0;            // GPU number on the node (PCI bus order unless the policy reorders)
-  std::string pci_bus_id;   // "0000:c1:00.0"; empty if hwloc gave none
+  int index = 0;           // GPU number on the node (PCI bus order unless the policy reorders)
+  std::string pci_bus_id;  // "0000:c1:00.0"; empty if hwloc gave none
   Vendor vendor = Vendor::kUnknown;
   std::string model;
-  std::string os_name;      // "rsmi0", "ze2", "cuda1", ... or empty when found by PCI class
-  int partition = 0;        // index among the logical GPUs of one physical device (MI300A TPX)
-  int partitions = 1;       // logical GPUs sharing the physical device
-  int tiles = 0;            // sub-devices addressable as "g.t" (Intel PVC tiles), 0 if none
+  std::string os_name;  // "rsmi0", "ze2", "cuda1", ... or empty when found by PCI class
+  int partition = 0;    // index among the logical GPUs of one physical device (MI300A TPX)
+  int partitions = 1;   // logical GPUs sharing the physical device
+  int tiles = 0;        // sub-devices addressable as "g.t" (Intel PVC tiles), 0 if none
   Locality locality;
 };
 
 struct Nic {
   int index = 0;
-  std::string name;        // the name that matched the policy's patterns first
-  std::string netdev;      // network interface ("hsn0", "ib0"), may be empty
-  std::string rdma;        // RDMA device ("cxi0", "mlx5_0"), may be empty
+  std::string name;    // the name that matched the policy's patterns first
+  std::string netdev;  // network interface ("hsn0", "ib0"), may be empty
+  std::string rdma;    // RDMA device ("cxi0", "mlx5_0"), may be empty
   std::string pci_bus_id;
   NicKind kind = NicKind::kEthernet;
   Locality locality;
 };
 
 struct Topology {
-  std::string source;    // "live" or the XML path
+  std::string source;  // "live" or the XML path
   std::string hostname;
   std::vector<Core> cores;  // topology order: package, NUMA, L3, core
   int l3_count = 0;

@@ -1,0 +1,59 @@
+// Builds large regular topologies in memory (no hwloc), for scale tests and benchmarks.
+#pragma once
+
+#include "gpubind/topology.h"
+
+namespace gpubind::testing {
+
+struct SyntheticShape {
+  int packages = 2;
+  int numa_per_package = 4;
+  int l3_per_numa = 4;
+  int cores_per_l3 = 16;
+  int threads_per_core = 2;
+  int gpus_per_numa = 1;  // GPUs (and one NIC each) local to each NUMA node
+};
+
+inline Topology synthetic_topology(const SyntheticShape& s) {
+  Topology t;
+  t.source = "synthetic";
+  t.hostname = "synthetic";
+  t.package_count = s.packages;
+  t.numa_count = s.packages * s.numa_per_package;
+  t.l3_count = t.numa_count * s.l3_per_numa;
+  const int cores = t.l3_count * s.cores_per_l3;
+  for (int c = 0; c < cores; ++c) {
+    Core core;
+    core.index = c;
+    for (int th = 0; th < s.threads_per_core; ++th)
+      core.pus.push_back(c + th * cores);
+    core.l3 = c / s.cores_per_l3;
+    core.numa = core.l3 / s.l3_per_numa;
+    core.package = core.numa / s.numa_per_package;
+    t.cores.push_back(core);
+  }
+  for (int numa = 0; numa < t.numa_count; ++numa) {
+    Locality loc;
+    loc.kind = LocalityKind::kNuma;
+    loc.cpus = t.numa_pus(numa);
+    loc.numa = numa;
+    loc.package = numa / s.numa_per_package;
+    for (int g = 0; g < s.gpus_per_numa; ++g) {
+      Gpu gpu;
+      gpu.index = static_cast<int>(t.gpus.size());
+      gpu.pci_bus_id = "0000:" + std::to_string(10 + gpu.index) + ":00.0";
+      gpu.vendor = Vendor::kNvidia;
+      gpu.locality = loc;
+      t.gpus.push_back(gpu);
+      Nic nic;
+      nic.index = static_cast<int>(t.nics.size());
+      nic.name = nic.rdma = "mlx5_" + std::to_string(nic.index);
+      nic.kind = NicKind::kInfiniband;
+      nic.locality = loc;
+      t.nics.push_back(nic);
+    }
+  }
+  return t;
+}
+
+}  // namespace gpubind::testing
