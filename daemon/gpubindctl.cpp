@@ -127,8 +127,8 @@ int run_plan(const Args& args) {
   if (!node) return fail(node.error().message);
   auto plan = make_plan(node->topology, node->policy, *request);
   if (!plan) return fail("cannot plan: " + plan.error().message);
-  std::cout << (args.has("json") ? plan_to_json(node->topology, *plan)
-                                 : plan_to_table(node->topology, *plan));
+  std::cout << (args.has("json") ? plan_to_json(*plan)
+                                 : plan_to_table(*plan));
   return kExitOk;
 }
 

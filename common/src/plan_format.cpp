@@ -64,7 +64,7 @@ std::string describe_locality(const Locality& loc) {
   return std::string(locality_kind_name(loc.kind)) + " " + std::to_string(locality_index(loc));
 }
 
-std::string plan_to_json(const Topology& topology, const Plan& plan) {
+std::string plan_to_json(const Plan& plan) {
   JsonWriter json;
   json.begin_object().key("tasks").begin_array();
   for (const TaskPlan& task : plan.tasks) {
@@ -75,19 +75,18 @@ std::string plan_to_json(const Topology& topology, const Plan& plan) {
     json.key("ncores").value(task.ncores);
     json.key("gpus").begin_array();
     for (const TaskGpu& gpu : task.gpus) {
-      const Gpu& g = topology.gpus[gpu.gpu];
       json.begin_object();
       json.key("index").value(gpu.step_index);
-      json.key("pci").value(g.pci_bus_id);
-      json.key("node_index").value(g.index);
+      json.key("pci").value(gpu.pci);
+      json.key("node_index").value(gpu.gpu);
       json.key("token").value(gpu.token);
-      json.key("vendor").value(vendor_name(g.vendor));
+      json.key("vendor").value(vendor_name(gpu.vendor));
       if (gpu.tile >= 0) json.key("tile").value(gpu.tile);
       json.end_object();
     }
     json.end_array();
     if (task.nic >= 0) {
-      json.key("nic").value(topology.nics[task.nic].name);
+      json.key("nic").value(task.nic_name);
     } else {
       json.key("nic").null();
     }
@@ -111,19 +110,19 @@ std::string plan_to_json(const Topology& topology, const Plan& plan) {
   return json.str() + "\n";
 }
 
-std::string plan_to_table(const Topology& topology, const Plan& plan) {
+std::string plan_to_table(const Plan& plan) {
   std::vector<std::vector<std::string>> rows = {
       {"rank", "cpus", "mask", "cores", "L3", "NUMA", "GPUs (PCI)", "NIC"}};
   for (const TaskPlan& task : plan.tasks) {
     std::string gpus;
     for (const TaskGpu& gpu : task.gpus) {
       if (!gpus.empty()) gpus += " ";
-      gpus += gpu.token + " (" + topology.gpus[gpu.gpu].pci_bus_id + ")";
+      gpus += gpu.token + " (" + gpu.pci + ")";
     }
     rows.push_back({std::to_string(task.rank), task.cpus.to_list(), task.cpus.to_mask(),
                     std::to_string(task.ncores), task.l3 >= 0 ? std::to_string(task.l3) : "-",
                     task.numa >= 0 ? std::to_string(task.numa) : "-", gpus.empty() ? "-" : gpus,
-                    task.nic >= 0 ? topology.nics[task.nic].name : "-"});
+                    task.nic >= 0 ? task.nic_name : "-"});
   }
   std::string out = format_table(rows);
   for (const std::string& warning : plan.warnings)

@@ -611,6 +611,7 @@ void Planner::assign_nics() {
     TaskPlan& plan = plan_.tasks[task];
     plan.nic =
         task_gpus_[task].empty() ? nearest_nic(task_place(task)) : gpu_nic_[task_gpus_[task][0]];
+    plan.nic_name = topo_.nics[plan.nic].name;
   }
 }
 
@@ -805,7 +806,9 @@ Result<Plan> Planner::run() {
     plan.l3 = majority(l3s);
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
-      TaskGpu gpu{g, step_gpu.gpu, task_tiles_[task], step_gpu.token};
+      const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];
+      TaskGpu gpu{g, step_gpu.gpu, task_tiles_[task], step_gpu.token, node_gpu.pci_bus_id,
+                  node_gpu.vendor};
       if (gpu.tile >= 0) gpu.token += "." + std::to_string(gpu.tile);
       plan.gpus.push_back(std::move(gpu));
     }

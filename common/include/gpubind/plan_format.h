@@ -8,8 +8,8 @@
 
 namespace gpubind {
 
-std::string plan_to_json(const Topology& topology, const Plan& plan);
-std::string plan_to_table(const Topology& topology, const Plan& plan);
+std::string plan_to_json(const Plan& plan);
+std::string plan_to_table(const Plan& plan);
 std::string topology_to_json(const Topology& topology);
 std::string topology_to_text(const Topology& topology);
 

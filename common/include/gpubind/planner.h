@@ -39,11 +39,14 @@ struct EnvVar {
   bool only_if_unset = false;
 };
 
+// Plans are self-contained: they name PCI ids and NICs, so they can be shown without a topology.
 struct TaskGpu {
   int step_index = 0;  // position in the step's GPU list
   int gpu = 0;         // index into Topology::gpus
   int tile = -1;       // sub-device, or -1 for the whole GPU
   std::string token;   // what goes into the visibility env: "3" or "3.1"
+  std::string pci;     // PCI bus id
+  Vendor vendor = Vendor::kUnknown;
 };
 
 struct TaskPlan {
@@ -52,6 +55,7 @@ struct TaskPlan {
   int ncores = 0;
   std::vector<TaskGpu> gpus;
   int nic = -1;   // index into Topology::nics, -1 = none
+  std::string nic_name;
   int numa = -1;  // NUMA node holding most of the task's CPUs
   int l3 = -1;    // L3 holding most of the task's CPUs
   std::vector<EnvVar> env;
