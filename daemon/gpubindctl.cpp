@@ -1,35 +1,46 @@
-// gpubindctl: inspect a node's topology and the binding plan gpubind makes for a job step.
+// gpubindctl: inspect a node's topology, the binding plan gpubind makes for a job step, and the
+// daemon serving them. Offline with --topology FILE.xml, else it asks gpubindd.
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "binder_client.h"
 #include "cli_args.h"
+#include "gpubind/json.h"
+#include "gpubind/node.h"
 #include "gpubind/plan_format.h"
 #include "gpubind/planner.h"
-#include "gpubind/policy_loader.h"
-#include "gpubind/topology_hwloc.h"
 
 namespace gpubind::cli {
 namespace {
 
 constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
 constexpr int kExitBadInput = 2;
 
-constexpr const char* kUsage = R"(usage: gpubindctl COMMAND [OPTIONS]
+constexpr const char* kUsage = R"(usage: gpubindctl [--socket PATH] COMMAND [OPTIONS]
 
 Commands:
-  topology --topology FILE.xml [--policy FILE] [--json]
+  topology [--topology FILE.xml|live] [--policy FILE] [--json]
       GPUs, NICs and their CPU locality as gpubind sees them.
-  plan --topology FILE.xml [--policy FILE] --ntasks N [--cpus LIST] [--gpus LIST]
+  plan [--topology FILE.xml|live] [--policy FILE] --ntasks N [--cpus LIST] [--gpus LIST]
        [--cpus-per-task N] [--gpus-per-task N] [--tasks-per-gpu N] [--order gpu|cpu]
        [--smt N] [--omp] [--json]
       The per-task binding plan for a job step on that node.
+  status [--json]
+      What the daemon serves: version, uptime, policy, topology, requests, latency.
+  bench --clients N --requests M [--no-cache] [--floor] [plan options] [--json]
+      Load the daemon with Plan calls and report p50/p99/p99.9 latency and plans/s; --floor
+      also measures a raw Unix-socket echo of the same bytes.
+
+With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
+machine); without it they ask gpubindd.
 
 Options:
-  --topology FILE   hwloc XML of the node (lstopo --of xml --whole-io), or "live" to discover
-                    this machine
-  --policy FILE     site policy in protobuf text format (default: built-in defaults)
+  --socket PATH     gpubindd's socket (default $GPUBIND_SOCKET, else /run/gpubind/gpubind.sock)
+  --timeout MS      give up on the daemon after MS milliseconds (default 5000)
+  --policy FILE     site policy for offline use (default: built-in defaults)
   --ntasks N        tasks of the step on this node
   --cpus LIST       the step's CPUs, "0-63" or a 0x mask (default: every CPU)
   --gpus LIST       the step's GPUs as node GPU indices, "0,1,4-5" (default: every GPU)
@@ -37,33 +48,13 @@ Options:
   --help            this text
 )";
 
-int fail(const std::string& message) {
+const std::set<std::string> kCommonValues = {"socket", "timeout"};
+const std::set<std::string> kPlanValues = {
+    "ntasks", "cpus", "gpus", "cpus-per-task", "gpus-per-task", "tasks-per-gpu", "order", "smt"};
+
+int fail(const std::string& message, int code = kExitBadInput) {
   std::fprintf(stderr, "gpubindctl: %s\n", message.c_str());
-  return kExitBadInput;
-}
-
-struct Node {
-  Topology topology;
-  SitePolicy policy;
-};
-
-Result<Node> load_node(const Args& args) {
-  Node node;
-  if (auto path = args.get("policy")) {
-    auto policy = load_policy_file(*path);
-    if (!policy) return policy.error();
-    node.policy = std::move(*policy);
-  }
-  auto path = args.get("topology");
-  if (!path || path->empty()) return make_error("--topology FILE.xml (or 'live') is required");
-  auto topology = *path == "live" ? load_topology_live(node.policy.nic_patterns)
-                                  : load_topology_xml(*path, node.policy.nic_patterns);
-  if (!topology) return topology.error();
-  node.topology = std::move(*topology);
-  if (auto status = apply_gpu_order(node.topology, node.policy.gpu_order); !status) {
-    return make_error(node.policy.source + ": " + status.error().message);
-  }
-  return node;
+  return code;
 }
 
 Result<CpuSet> parse_cpus(const std::string& text) {
@@ -112,51 +103,255 @@ Result<PlanRequest> request_from(const Args& args) {
   return request;
 }
 
+bool offline(const Args& args) {
+  return args.has("topology");
+}
+
+Result<Node> load_offline(const Args& args) {
+  NodeSources sources;
+  if (auto policy = args.get("policy")) sources.policy_path = *policy;
+  sources.topology_path = args.get("topology");
+  if (sources.topology_path->empty()) return make_error("--topology: empty path");
+  return load_node(sources);
+}
+
+struct DaemonAccess {
+  std::string socket;
+  std::chrono::milliseconds timeout;
+};
+
+Result<DaemonAccess> daemon_access(const Args& args) {
+  auto timeout = args.get_int("timeout", 5000, 1, 3600 * 1000);
+  if (!timeout) return timeout.error();
+  return DaemonAccess{args.get("socket").value_or(client::default_socket()),
+                      std::chrono::milliseconds(*timeout)};
+}
+
 int run_topology(const Args& args) {
-  auto node = load_node(args);
-  if (!node) return fail(node.error().message);
-  std::cout << (args.has("json") ? topology_to_json(node->topology)
-                                 : topology_to_text(node->topology));
+  Topology topology;
+  if (offline(args)) {
+    auto node = load_offline(args);
+    if (!node) return fail(node.error().message);
+    topology = std::move(node->topology);
+  } else {
+    if (args.has("policy")) return fail("--policy applies offline only (with --topology)");
+    auto access = daemon_access(args);
+    if (!access) return fail(access.error().message);
+    auto fetched = client::BinderClient(access->socket).topology(access->timeout);
+    if (!fetched) return fail(fetched.error().message, kExitFailed);
+    topology = std::move(*fetched);
+  }
+  std::cout << (args.has("json") ? topology_to_json(topology) : topology_to_text(topology));
   return kExitOk;
 }
 
 int run_plan(const Args& args) {
   auto request = request_from(args);
   if (!request) return fail(request.error().message);
-  auto node = load_node(args);
-  if (!node) return fail(node.error().message);
-  auto plan = make_plan(node->topology, node->policy, *request);
-  if (!plan) return fail("cannot plan: " + plan.error().message);
-  std::cout << (args.has("json") ? plan_to_json(*plan)
-                                 : plan_to_table(*plan));
+  Plan plan;
+  if (offline(args)) {
+    auto node = load_offline(args);
+    if (!node) return fail(node.error().message);
+    auto planned = make_plan(node->topology, node->policy, *request);
+    if (!planned) return fail("cannot plan: " + planned.error().message);
+    plan = std::move(*planned);
+  } else {
+    if (args.has("policy")) return fail("--policy applies offline only (with --topology)");
+    auto access = daemon_access(args);
+    if (!access) return fail(access.error().message);
+    auto reply = client::BinderClient(access->socket).plan(*request, {}, access->timeout);
+    if (!reply) return fail(reply.error().message, kExitFailed);
+    plan = std::move(reply->plan);
+  }
+  std::cout << (args.has("json") ? plan_to_json(plan) : plan_to_table(plan));
   return kExitOk;
 }
 
-int run(const std::vector<std::string>& argv) {
+int run_status(const Args& args) {
+  auto access = daemon_access(args);
+  if (!access) return fail(access.error().message);
+  auto status = client::BinderClient(access->socket).status(access->timeout);
+  if (!status) return fail(status.error().message, kExitFailed);
+  const client::DaemonStatus& s = *status;
+  if (args.has("json")) {
+    JsonWriter json;
+    json.begin_object();
+    json.key("socket").value(access->socket);
+    json.key("version").value(s.version);
+    json.key("uptime_s").value(s.uptime_s);
+    json.key("policy").value(s.policy_source);
+    json.key("policy_generation").value(static_cast<long long>(s.policy_generation));
+    json.key("topology").value(s.topology_source);
+    json.key("topology_generation").value(static_cast<long long>(s.topology_generation));
+    json.key("requests").value(static_cast<long long>(s.requests));
+    json.key("errors").value(static_cast<long long>(s.errors));
+    json.key("cache_hits").value(static_cast<long long>(s.cache_hits));
+    json.key("p50_us").value(s.p50_us);
+    json.key("p99_us").value(s.p99_us);
+    json.key("rss_bytes").value(static_cast<long long>(s.rss_bytes));
+    json.key("socket_activated").value(s.socket_activated);
+    json.key("last_reload_error").value(s.last_reload_error);
+    json.end_object();
+    std::cout << json.str() << "\n";
+    return kExitOk;
+  }
+  std::printf("gpubindd %s on %s%s, up %.0f s\n", s.version.c_str(), access->socket.c_str(),
+              s.socket_activated ? " (socket-activated)" : "", s.uptime_s);
+  std::printf("policy    %s (generation %llu)\n", s.policy_source.c_str(),
+              static_cast<unsigned long long>(s.policy_generation));
+  std::printf("topology  %s (generation %llu)\n", s.topology_source.c_str(),
+              static_cast<unsigned long long>(s.topology_generation));
+  std::printf("requests  %llu answered, %llu refused, %llu from cache\n",
+              static_cast<unsigned long long>(s.requests),
+              static_cast<unsigned long long>(s.errors),
+              static_cast<unsigned long long>(s.cache_hits));
+  std::printf("latency   p50 %.1f us, p99 %.1f us (in the daemon, last 4096 calls)\n", s.p50_us,
+              s.p99_us);
+  std::printf("memory    %.1f MB resident\n", s.rss_bytes / 1e6);
+  if (!s.last_reload_error.empty()) {
+    std::printf("last reload refused: %s\n", s.last_reload_error.c_str());
+  }
+  return kExitOk;
+}
+
+void write_bench(JsonWriter& json, const client::BenchResult& r) {
+  json.key("p50_us").value(r.p50_us);
+  json.key("p99_us").value(r.p99_us);
+  json.key("p999_us").value(r.p999_us);
+  json.key("plans_per_s").value(r.plans_per_s);
+  json.key("errors").value(static_cast<long long>(r.errors));
+}
+
+int run_bench(const Args& args) {
+  auto clients = args.get_int("clients", 1, 1, 1024);
+  auto requests = args.get_int("requests", 10000, 1, 100000000);
+  if (!clients) return fail(clients.error().message);
+  if (!requests) return fail(requests.error().message);
+  PlanRequest request;
+  request.ntasks = 8;
+  if (args.has("ntasks")) {
+    auto parsed = request_from(args);
+    if (!parsed) return fail(parsed.error().message);
+    request = std::move(*parsed);
+  }
+  auto access = daemon_access(args);
+  if (!access) return fail(access.error().message);
+  // One call first: the daemon must answer, and the floor echoes an answer of the same size.
+  auto probe = client::BinderClient(access->socket).plan(request, {}, access->timeout);
+  if (!probe) return fail(probe.error().message, kExitFailed);
+  const bool bypass = args.has("no-cache");
+  client::BinderClient status_client(access->socket);
+  auto before = status_client.status(access->timeout);
+  const client::BenchResult rpc =
+      client::bench_plan(access->socket, request, *clients, *requests, bypass);
+  auto after = status_client.status(access->timeout);
+  // The daemon's own CPU per plan: what it could serve with the load generator elsewhere.
+  const double daemon_cpu_s = before && after ? after->cpu_s - before->cpu_s : 0;
+  const double plans_per_daemon_cpu_s =
+      daemon_cpu_s > 0 ? static_cast<double>(rpc.calls - rpc.errors) / daemon_cpu_s : 0;
+  std::optional<client::BenchResult> empty, floor;
+  if (args.has("floor")) {
+    empty = client::bench_empty_rpc(access->socket, *clients, *requests);
+    auto measured = client::bench_raw_floor(request, probe->response_bytes, *clients, *requests);
+    if (!measured) return fail(measured.error().message, kExitFailed);
+    floor = *measured;
+  }
+  if (args.has("json")) {
+    JsonWriter json;
+    json.begin_object();
+    write_bench(json, rpc);
+    json.key("clients").value(*clients);
+    json.key("requests").value(*requests);
+    json.key("ntasks").value(request.ntasks);
+    json.key("cache").value(!bypass);
+    json.key("response_bytes").value(static_cast<long long>(probe->response_bytes));
+    json.key("daemon_cpu_s").value(daemon_cpu_s);
+    json.key("plans_per_daemon_cpu_s").value(plans_per_daemon_cpu_s);
+    json.key("daemon_rss_bytes").value(static_cast<long long>(after ? after->rss_bytes : 0));
+    if (empty) {
+      json.key("empty_rpc").begin_object();
+      write_bench(json, *empty);
+      json.end_object();
+    }
+    if (floor) {
+      json.key("floor").begin_object();
+      write_bench(json, *floor);
+      json.end_object();
+    }
+    json.end_object();
+    std::cout << json.str() << "\n";
+  } else {
+    std::printf("Plan RPC, %d clients, %d requests, %d tasks, %s, %zu-byte answers\n", *clients,
+                *requests, request.ntasks, bypass ? "planned afresh" : "cache allowed",
+                probe->response_bytes);
+    std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f plans/s  %llu errors\n",
+                rpc.p50_us, rpc.p99_us, rpc.p999_us, rpc.plans_per_s,
+                static_cast<unsigned long long>(rpc.errors));
+    std::printf("  daemon: %.2f CPU s, %.0f plans per daemon CPU second, %.1f MB resident\n",
+                daemon_cpu_s, plans_per_daemon_cpu_s, after ? after->rss_bytes / 1e6 : 0.0);
+    if (empty) {
+      std::printf("empty gRPC call (GetStatus), same load\n");
+      std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f calls/s\n", empty->p50_us,
+                  empty->p99_us, empty->p999_us, empty->plans_per_s);
+    }
+    if (floor) {
+      std::printf("raw Unix-socket echo of the same bytes (floor)\n");
+      std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f calls/s\n", floor->p50_us,
+                  floor->p99_us, floor->p999_us, floor->plans_per_s);
+    }
+  }
+  if (rpc.errors > 0)
+    return fail("bench: " + std::to_string(rpc.errors) + " calls failed, first: " + rpc.first_error,
+                kExitFailed);
+  return kExitOk;
+}
+
+int run(std::vector<std::string> argv) {
+  // --socket/--timeout may come before the command.
+  std::vector<std::string> global;
+  while (argv.size() >= 2 && (argv[0] == "--socket" || argv[0] == "--timeout")) {
+    global.insert(global.end(), argv.begin(), argv.begin() + 2);
+    argv.erase(argv.begin(), argv.begin() + 2);
+  }
   if (argv.empty()) return fail(std::string("no command given\n") + kUsage);
-  const std::string& command = argv[0];
+  const std::string command = argv[0];
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return kExitOk;
   }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  const std::set<std::string> common_values = {"topology", "policy"};
+  if (command == "--version") {
+    std::cout << "gpubindctl " << GPUBIND_VERSION << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> rest(global);
+  rest.insert(rest.end(), argv.begin() + 1, argv.end());
+  std::set<std::string> values = kCommonValues;
+  std::set<std::string> switches = {"json"};
+  int (*handler)(const Args&) = nullptr;
   if (command == "topology") {
-    auto args = Args::parse(rest, common_values, {"json"});
-    if (!args) return fail("topology: " + args.error().message);
-    return run_topology(*args);
+    values.insert({"topology", "policy"});
+    handler = run_topology;
+  } else if (command == "plan") {
+    values.insert({"topology", "policy"});
+    values.insert(kPlanValues.begin(), kPlanValues.end());
+    switches.insert("omp");
+    handler = run_plan;
+  } else if (command == "status") {
+    handler = run_status;
+  } else if (command == "bench") {
+    values.insert(kPlanValues.begin(), kPlanValues.end());
+    values.insert({"clients", "requests"});
+    switches.insert({"omp", "no-cache", "floor"});
+    handler = run_bench;
+  } else {
+    return fail("unknown command '" + command + "'\n" + kUsage);
   }
-  if (command == "plan") {
-    std::set<std::string> values = common_values;
-    values.insert({"ntasks", "cpus", "gpus", "cpus-per-task", "gpus-per-task", "tasks-per-gpu",
-                   "order", "smt"});
-    auto args = Args::parse(rest, values, {"json", "omp"});
-    if (!args) return fail("plan: " + args.error().message);
-    if (!args->positional().empty())
-      return fail("plan: unexpected argument '" + args->positional()[0] + "'");
-    return run_plan(*args);
+  auto args = Args::parse(rest, values, switches);
+  if (!args) return fail(command + ": " + args.error().message);
+  if (!args->positional().empty()) {
+    return fail(command + ": unexpected argument '" + args->positional()[0] + "'");
   }
-  return fail("unknown command '" + command + "'\n" + kUsage);
+  return handler(*args);
 }
 
 }  // namespace

@@ -66,7 +66,10 @@ check "reserved cpus only" 2 'cannot plan: no usable CPUs' -- "$ctl" plan "${lum
 check "unknown gpu" 2 'cannot plan: GPU 9 does not exist' -- "$ctl" plan "${lumi[@]}" --ntasks 1 --gpus 9
 check "missing topology" 2 "topology file '/nonexistent.xml': No such file or directory" \
   -- "$ctl" plan --topology /nonexistent.xml --ntasks 1
-check "no topology" 2 'topology FILE.xml' -- "$ctl" topology
+check "no daemon" 1 "gpubindd at $tmp/none.sock: daemon unavailable" -- "$ctl" --socket "$tmp/none.sock" topology
+check "no daemon plan" 1 "gpubindd at $tmp/none.sock: daemon unavailable" -- "$ctl" plan --socket "$tmp/none.sock" --ntasks 1
+check "policy needs topology" 2 "--policy applies offline only" -- "$ctl" plan --policy x --ntasks 1
+check "bad timeout" 2 "--timeout: expected a whole number" -- "$ctl" status --timeout 0
 printf 'smt: 1\nreserved_cpus: "0-"\n' >"$tmp/bad.conf"
 check "bad policy" 2 "$tmp/bad.conf:2: reserved_cpus: invalid cpu list" \
   -- "$ctl" plan --topology "$fixtures/lumi-g.xml" --policy "$tmp/bad.conf" --ntasks 1

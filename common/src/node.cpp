@@ -1,0 +1,27 @@
+#include "gpubind/node.h"
+
+#include "gpubind/policy_loader.h"
+#include "gpubind/topology_hwloc.h"
+
+namespace gpubind {
+
+Result<Node> load_node(const NodeSources& sources) {
+  Node node;
+  if (sources.policy_path) {
+    auto policy = load_policy_file(*sources.policy_path);
+    if (!policy) return policy.error();
+    node.policy = std::move(*policy);
+  }
+  std::string topology_path = sources.topology_path.value_or(node.policy.topology_file);
+  auto topology = topology_path.empty() || topology_path == "live"
+                      ? load_topology_live(node.policy.nic_patterns)
+                      : load_topology_xml(topology_path, node.policy.nic_patterns);
+  if (!topology) return topology.error();
+  node.topology = std::move(*topology);
+  if (auto status = apply_gpu_order(node.topology, node.policy.gpu_order); !status) {
+    return make_error(node.policy.source + ": " + status.error().message);
+  }
+  return node;
+}
+
+}  // namespace gpubind

@@ -1,0 +1,278 @@
+#include "api_convert.h"
+
+namespace gpubind::api {
+namespace {
+
+Vendor vendor_from(const std::string& name) {
+  for (Vendor v : {Vendor::kNvidia, Vendor::kAmd, Vendor::kIntel}) {
+    if (name == vendor_name(v)) return v;
+  }
+  return Vendor::kUnknown;
+}
+
+NicKind nic_kind_from(const std::string& name) {
+  for (NicKind k : {NicKind::kSlingshot, NicKind::kInfiniband}) {
+    if (name == nic_kind_name(k)) return k;
+  }
+  return NicKind::kEthernet;
+}
+
+LocalityKind locality_kind_from(const std::string& name) {
+  for (LocalityKind k : {LocalityKind::kL3, LocalityKind::kNuma, LocalityKind::kPackage}) {
+    if (name == locality_kind_name(k)) return k;
+  }
+  return LocalityKind::kMachine;
+}
+
+void locality_to_proto(const Locality& loc, v1::Locality& proto) {
+  proto.set_kind(locality_kind_name(loc.kind));
+  proto.set_cpus(loc.cpus.to_list());
+  proto.set_l3(loc.l3);
+  proto.set_numa(loc.numa);
+  proto.set_package(loc.package);
+  proto.set_pci_switch(loc.pci_switch);
+}
+
+Locality locality_from_proto(const v1::Locality& proto) {
+  Locality loc;
+  loc.kind = locality_kind_from(proto.kind());
+  if (auto cpus = CpuSet::parse_list(proto.cpus())) loc.cpus = *cpus;
+  loc.l3 = proto.l3();
+  loc.numa = proto.numa();
+  loc.package = proto.package();
+  loc.pci_switch = proto.pci_switch();
+  return loc;
+}
+
+}  // namespace
+
+Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
+  const size_t bytes = proto.ByteSizeLong();
+  if (bytes > kMaxRequestBytes) {
+    return make_error("request of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+                      std::to_string(kMaxRequestBytes));
+  }
+  if (proto.ntasks() < 1 || proto.ntasks() > static_cast<uint32_t>(kMaxTasks)) {
+    return make_error("ntasks must be from 1 to " + std::to_string(kMaxTasks) + " (got " +
+                      std::to_string(proto.ntasks()) + ")");
+  }
+  if (proto.gpus_size() > kMaxGpus) {
+    return make_error(std::to_string(proto.gpus_size()) + " GPUs exceed the limit of " +
+                      std::to_string(kMaxGpus));
+  }
+  if (proto.allowed_cpus().size() > kMaxCpuListBytes) {
+    return make_error("allowed_cpus exceeds " + std::to_string(kMaxCpuListBytes) + " bytes");
+  }
+  PlanRequest request;
+  request.ntasks = static_cast<int>(proto.ntasks());
+  if (!proto.allowed_cpus().empty()) {
+    auto cpus = CpuSet::parse_list(proto.allowed_cpus());
+    if (!cpus) return make_error("allowed_cpus: " + cpus.error().message);
+    request.allowed_cpus = std::move(*cpus);
+  }
+  if (proto.gpus_given()) {
+    std::vector<StepGpu> gpus;
+    gpus.reserve(proto.gpus_size());
+    for (const v1::StepGpu& gpu : proto.gpus()) {
+      if (gpu.token().size() > kMaxTokenBytes) {
+        return make_error("GPU token longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+      }
+      if (gpu.node_index() > static_cast<uint32_t>(kMaxGpus)) {
+        return make_error("GPU " + std::to_string(gpu.node_index()) + " does not exist");
+      }
+      gpus.push_back({static_cast<int>(gpu.node_index()), gpu.token()});
+    }
+    request.gpus = std::move(gpus);
+  } else if (proto.gpus_size() > 0) {
+    return make_error("gpus listed but gpus_given is false");
+  }
+  auto count = [](uint32_t value, const char* name) -> Result<int> {
+    if (value > static_cast<uint32_t>(CpuSet::kMaxCpu)) {
+      return make_error(std::string(name) + " " + std::to_string(value) + " is out of range");
+    }
+    return static_cast<int>(value);
+  };
+  auto cpt = count(proto.cpus_per_task(), "cpus_per_task");
+  auto gpt = count(proto.gpus_per_task(), "gpus_per_task");
+  auto tpg = count(proto.tasks_per_gpu(), "tasks_per_gpu");
+  for (const auto* r : {&cpt, &gpt, &tpg}) {
+    if (!*r) return r->error();
+  }
+  request.cpus_per_task = *cpt;
+  request.gpus_per_task = *gpt;
+  request.tasks_per_gpu = *tpg;
+  if (proto.order() == v1::ORDER_GPU) request.order = Order::kGpu;
+  if (proto.order() == v1::ORDER_CPU) request.order = Order::kCpu;
+  if (proto.has_smt()) {
+    if (proto.smt() > 64)
+      return make_error("smt " + std::to_string(proto.smt()) + " is out of range (0-64)");
+    request.smt = static_cast<int>(proto.smt());
+  }
+  request.gpu_env = !proto.no_gpu_env();
+  request.nic_env = !proto.no_nic_env();
+  if (proto.has_omp_places()) request.omp_places = proto.omp_places();
+  return request;
+}
+
+v1::PlanRequest request_to_proto(const PlanRequest& request) {
+  v1::PlanRequest proto;
+  proto.set_ntasks(static_cast<uint32_t>(std::max(request.ntasks, 0)));
+  if (request.allowed_cpus) proto.set_allowed_cpus(request.allowed_cpus->to_list());
+  if (request.gpus) {
+    proto.set_gpus_given(true);
+    for (const StepGpu& gpu : *request.gpus) {
+      v1::StepGpu* out = proto.add_gpus();
+      out->set_node_index(static_cast<uint32_t>(std::max(gpu.gpu, 0)));
+      out->set_token(gpu.token);
+    }
+  }
+  proto.set_cpus_per_task(static_cast<uint32_t>(std::max(request.cpus_per_task, 0)));
+  proto.set_gpus_per_task(static_cast<uint32_t>(std::max(request.gpus_per_task, 0)));
+  proto.set_tasks_per_gpu(static_cast<uint32_t>(std::max(request.tasks_per_gpu, 0)));
+  if (request.order) proto.set_order(*request.order == Order::kGpu ? v1::ORDER_GPU : v1::ORDER_CPU);
+  if (request.smt) proto.set_smt(static_cast<uint32_t>(std::max(*request.smt, 0)));
+  proto.set_no_gpu_env(!request.gpu_env);
+  proto.set_no_nic_env(!request.nic_env);
+  if (request.omp_places) proto.set_omp_places(*request.omp_places);
+  return proto;
+}
+
+void plan_to_proto(const Plan& plan, v1::PlanResponse& proto) {
+  proto.mutable_tasks()->Reserve(static_cast<int>(plan.tasks.size()));
+  for (const TaskPlan& task : plan.tasks) {
+    v1::TaskPlan* out = proto.add_tasks();
+    out->set_rank(static_cast<uint32_t>(task.rank));
+    out->set_cpus(task.cpus.to_list());
+    out->set_cpu_mask(task.cpus.to_mask());
+    out->set_ncores(static_cast<uint32_t>(task.ncores));
+    for (const TaskGpu& gpu : task.gpus) {
+      v1::TaskGpu* g = out->add_gpus();
+      g->set_step_index(static_cast<uint32_t>(gpu.step_index));
+      g->set_node_index(static_cast<uint32_t>(gpu.gpu));
+      g->set_token(gpu.token);
+      g->set_pci(gpu.pci);
+      g->set_vendor(vendor_name(gpu.vendor));
+      g->set_tile(gpu.tile);
+    }
+    out->set_nic_index(task.nic);
+    out->set_nic(task.nic_name);
+    out->set_numa(task.numa);
+    out->set_l3(task.l3);
+    for (const EnvVar& var : task.env) {
+      v1::EnvVar* e = out->add_env();
+      e->set_name(var.name);
+      e->set_value(var.value);
+      e->set_only_if_unset(var.only_if_unset);
+    }
+  }
+  for (const std::string& warning : plan.warnings)
+    proto.add_warnings(warning);
+}
+
+Plan plan_from_proto(const v1::PlanResponse& proto) {
+  Plan plan;
+  plan.tasks.reserve(proto.tasks_size());
+  for (const v1::TaskPlan& in : proto.tasks()) {
+    TaskPlan task;
+    task.rank = static_cast<int>(in.rank());
+    if (auto cpus = CpuSet::parse_list(in.cpus())) task.cpus = *cpus;
+    task.ncores = static_cast<int>(in.ncores());
+    for (const v1::TaskGpu& g : in.gpus()) {
+      task.gpus.push_back({static_cast<int>(g.step_index()), static_cast<int>(g.node_index()),
+                           g.tile(), g.token(), g.pci(), vendor_from(g.vendor())});
+    }
+    task.nic = in.nic_index();
+    task.nic_name = in.nic();
+    task.numa = in.numa();
+    task.l3 = in.l3();
+    for (const v1::EnvVar& e : in.env())
+      task.env.push_back({e.name(), e.value(), e.only_if_unset()});
+    plan.tasks.push_back(std::move(task));
+  }
+  plan.warnings.assign(proto.warnings().begin(), proto.warnings().end());
+  return plan;
+}
+
+void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto) {
+  proto.set_source(topology.source);
+  proto.set_hostname(topology.hostname);
+  proto.set_l3_count(static_cast<uint32_t>(topology.l3_count));
+  proto.set_numa_count(static_cast<uint32_t>(topology.numa_count));
+  proto.set_package_count(static_cast<uint32_t>(topology.package_count));
+  for (const Core& core : topology.cores) {
+    v1::Core* out = proto.add_cores();
+    for (int pu : core.pus)
+      out->add_pus(static_cast<uint32_t>(pu));
+    out->set_l3(core.l3);
+    out->set_numa(core.numa);
+    out->set_package(core.package);
+  }
+  for (const Gpu& gpu : topology.gpus) {
+    v1::Gpu* out = proto.add_gpus();
+    out->set_index(static_cast<uint32_t>(gpu.index));
+    out->set_pci(gpu.pci_bus_id);
+    out->set_vendor(vendor_name(gpu.vendor));
+    out->set_model(gpu.model);
+    out->set_os_name(gpu.os_name);
+    out->set_partition(static_cast<uint32_t>(gpu.partition));
+    out->set_partitions(static_cast<uint32_t>(gpu.partitions));
+    out->set_tiles(static_cast<uint32_t>(gpu.tiles));
+    locality_to_proto(gpu.locality, *out->mutable_locality());
+  }
+  for (const Nic& nic : topology.nics) {
+    v1::Nic* out = proto.add_nics();
+    out->set_index(static_cast<uint32_t>(nic.index));
+    out->set_name(nic.name);
+    out->set_netdev(nic.netdev);
+    out->set_rdma(nic.rdma);
+    out->set_pci(nic.pci_bus_id);
+    out->set_kind(nic_kind_name(nic.kind));
+    locality_to_proto(nic.locality, *out->mutable_locality());
+  }
+}
+
+Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
+  Topology t;
+  t.source = proto.source();
+  t.hostname = proto.hostname();
+  t.l3_count = static_cast<int>(proto.l3_count());
+  t.numa_count = static_cast<int>(proto.numa_count());
+  t.package_count = static_cast<int>(proto.package_count());
+  for (const v1::Core& in : proto.cores()) {
+    Core core;
+    core.index = static_cast<int>(t.cores.size());
+    for (uint32_t pu : in.pus())
+      core.pus.push_back(static_cast<int>(pu));
+    core.l3 = in.l3();
+    core.numa = in.numa();
+    core.package = in.package();
+    t.cores.push_back(std::move(core));
+  }
+  for (const v1::Gpu& in : proto.gpus()) {
+    Gpu gpu;
+    gpu.index = static_cast<int>(in.index());
+    gpu.pci_bus_id = in.pci();
+    gpu.vendor = vendor_from(in.vendor());
+    gpu.model = in.model();
+    gpu.os_name = in.os_name();
+    gpu.partition = static_cast<int>(in.partition());
+    gpu.partitions = static_cast<int>(in.partitions());
+    gpu.tiles = static_cast<int>(in.tiles());
+    gpu.locality = locality_from_proto(in.locality());
+    t.gpus.push_back(std::move(gpu));
+  }
+  for (const v1::Nic& in : proto.nics()) {
+    Nic nic;
+    nic.index = static_cast<int>(in.index());
+    nic.name = in.name();
+    nic.netdev = in.netdev();
+    nic.rdma = in.rdma();
+    nic.pci_bus_id = in.pci();
+    nic.kind = nic_kind_from(in.kind());
+    nic.locality = locality_from_proto(in.locality());
+    t.nics.push_back(std::move(nic));
+  }
+  return t;
+}
+
+}  // namespace gpubind::api

@@ -1,0 +1,83 @@
+// A client of gpubindd, with plain C++ types (no gRPC in this header).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpubind/planner.h"
+#include "gpubind/result.h"
+#include "gpubind/topology.h"
+
+namespace gpubind::client {
+
+// Where clients look for the daemon: $GPUBIND_SOCKET, else /run/gpubind/gpubind.sock.
+std::string default_socket();
+
+struct PlanReply {
+  Plan plan;
+  uint64_t policy_generation = 0;
+  uint64_t topology_generation = 0;
+  bool cached = false;
+  size_t response_bytes = 0;  // size of the answer on the wire (for the bench floor)
+};
+
+struct DaemonStatus {
+  std::string version;
+  double uptime_s = 0;
+  std::string policy_source;
+  uint64_t policy_generation = 0;
+  std::string topology_source;
+  uint64_t topology_generation = 0;
+  uint64_t requests = 0, errors = 0, cache_hits = 0;
+  double p50_us = 0, p99_us = 0;
+  uint64_t rss_bytes = 0;
+  std::string last_reload_error;
+  bool socket_activated = false;
+  double cpu_s = 0;
+};
+
+struct StepIds {
+  uint64_t job_id = 0;
+  uint64_t step_id = 0;
+};
+
+class BinderClient {
+ public:
+  explicit BinderClient(const std::string& socket_path);
+  ~BinderClient();
+  BinderClient(const BinderClient&) = delete;
+  BinderClient& operator=(const BinderClient&) = delete;
+
+  // Every call fails (never hangs) once `timeout` has passed; errors name the socket.
+  Result<PlanReply> plan(const PlanRequest& request, const StepIds& ids,
+                         std::chrono::milliseconds timeout);
+  Result<Topology> topology(std::chrono::milliseconds timeout);
+  Result<DaemonStatus> status(std::chrono::milliseconds timeout);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Load generator for `gpubindctl bench`: `clients` threads, each with its own connection,
+// send `requests` Plan calls in total. Latencies are per call, measured by the client.
+struct BenchResult {
+  double p50_us = 0, p99_us = 0, p999_us = 0;
+  double plans_per_s = 0;
+  uint64_t calls = 0, errors = 0;
+  std::string first_error;
+};
+BenchResult bench_plan(const std::string& socket_path, const PlanRequest& request, int clients,
+                       int requests, bool bypass_cache);
+
+// The gRPC floor: the same load of GetStatus calls, which do no work in the daemon.
+BenchResult bench_empty_rpc(const std::string& socket_path, int clients, int requests);
+
+// The floor for the same exchange: the same request and response bytes echoed over a raw Unix
+// socket by an in-process server, with the same client count.
+Result<BenchResult> bench_raw_floor(const PlanRequest& request, size_t response_bytes, int clients,
+                                    int requests);
+
+}  // namespace gpubind::client

@@ -1,0 +1,123 @@
+#include "binder_service.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "api_convert.h"
+#include "gpubind/planner.h"
+#include "log.h"
+
+namespace gpubind::daemon {
+
+BinderService::BinderService(StatePtr state, bool socket_activated)
+    : state_(std::move(state)), socket_activated_(socket_activated) {}
+
+StatePtr BinderService::state() const {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return state_;
+}
+
+void BinderService::replace_state(StatePtr state) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  state_ = std::move(state);
+  reload_error_.clear();
+}
+
+void BinderService::set_reload_error(const std::string& error) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  reload_error_ = error;
+}
+
+grpc::Status BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
+  ++errors_;
+  log::debug("refused plan for job " + std::to_string(request.job_id()) + " step " +
+             std::to_string(request.step_id()) + ": " + why);
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+}
+
+grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
+                                 v1::PlanResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  const StatePtr state = this->state();
+  auto finish = [&] {
+    ++requests_;
+    latencies_.add(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+    return grpc::Status::OK;
+  };
+  std::string key;
+  if (!request->bypass_cache()) {
+    key = PlanCache::key_of(state->policy_generation, *request);
+    if (PlanCache::Entry hit = cache_.find(key)) {
+      *response = *hit;
+      response->set_cached(true);
+      ++cache_hits_;
+      return finish();
+    }
+  }
+  auto planner_request = api::request_from_proto(*request);
+  if (!planner_request) return refuse(planner_request.error().message, *request);
+  auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
+  if (!plan) return refuse(plan.error().message, *request);
+  api::plan_to_proto(*plan, *response);
+  response->set_policy_generation(state->policy_generation);
+  response->set_topology_generation(state->topology_generation);
+  response->set_hostname(state->node.topology.hostname);
+  if (!request->bypass_cache()) cache_.insert(key, std::make_shared<v1::PlanResponse>(*response));
+  log::debug("planned job " + std::to_string(request->job_id()) + " step " +
+             std::to_string(request->step_id()) + ": " + std::to_string(request->ntasks()) +
+             " tasks");
+  return finish();
+}
+
+grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,
+                                        v1::GetTopologyResponse* response) {
+  const StatePtr state = this->state();
+  api::topology_to_proto(state->node.topology, *response);
+  response->set_topology_generation(state->topology_generation);
+  return grpc::Status::OK;
+}
+
+grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
+                                      v1::GetStatusResponse* response) {
+  const StatePtr state = this->state();
+  response->set_version(GPUBIND_VERSION);
+  response->set_uptime_s(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  response->set_policy_source(state->policy_source);
+  response->set_policy_generation(state->policy_generation);
+  response->set_topology_source(state->node.topology.source);
+  response->set_topology_generation(state->topology_generation);
+  response->set_requests(requests_);
+  response->set_errors(errors_);
+  response->set_cache_hits(cache_hits_);
+  response->set_p50_us(latencies_.percentile(50));
+  response->set_p99_us(latencies_.percentile(99));
+  response->set_rss_bytes(resident_bytes());
+  response->set_cpu_s(cpu_seconds());
+  response->set_socket_activated(socket_activated_);
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    response->set_last_reload_error(reload_error_);
+  }
+  return grpc::Status::OK;
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto seconds = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace gpubind::daemon

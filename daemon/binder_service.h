@@ -1,0 +1,54 @@
+// The gpubind.v1.Binder gRPC service: plans from the current daemon state, with a cache and stats.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "daemon_state.h"
+#include "gpubind/v1/binder.grpc.pb.h"
+#include "latency_window.h"
+#include "plan_cache.h"
+
+namespace gpubind::daemon {
+
+class BinderService final : public v1::Binder::Service {
+ public:
+  BinderService(StatePtr state, bool socket_activated);
+
+  StatePtr state() const;
+  // A successful reload: new state, new generation (the cache keys on it).
+  void replace_state(StatePtr state);
+  // A refused reload: the old state keeps serving; status reports why.
+  void set_reload_error(const std::string& error);
+
+  grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
+                    v1::PlanResponse* response) override;
+  grpc::Status GetTopology(grpc::ServerContext* context, const v1::GetTopologyRequest* request,
+                           v1::GetTopologyResponse* response) override;
+  grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest* request,
+                         v1::GetStatusResponse* response) override;
+
+ private:
+  grpc::Status refuse(const std::string& why, const v1::PlanRequest& request);
+
+  mutable std::mutex state_mutex_;
+  StatePtr state_;
+  std::string reload_error_;
+  const bool socket_activated_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  PlanCache cache_{1024};
+  LatencyWindow latencies_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> cache_hits_{0};
+};
+
+// Resident set size of this process, in bytes (0 if unknown).
+uint64_t resident_bytes();
+// CPU time (user + system) of this process, in seconds.
+double cpu_seconds();
+
+}  // namespace gpubind::daemon

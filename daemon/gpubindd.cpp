@@ -1,0 +1,321 @@
+// gpubindd: the per-node binding daemon. Discovers the node once, holds the site policy and
+// answers Plan requests over gRPC on a Unix socket. systemd-native: Type=notify, socket
+// activation, watchdog; SIGHUP reloads, SIGTERM drains and exits 0.
+#include <grp.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "binder_service.h"
+#include "cli_args.h"
+#include "daemon_state.h"
+#include "gpubind/planner.h"
+#include "listener.h"
+#include "log.h"
+
+namespace gpubind::daemon {
+namespace {
+
+constexpr const char* kDefaultConfig = "/etc/gpubind/policy.conf";
+constexpr const char* kDefaultSocket = "/run/gpubind/gpubind.sock";
+constexpr auto kDrainDeadline = std::chrono::seconds(5);
+
+constexpr const char* kUsage = R"(usage: gpubindd [OPTIONS]
+
+Serves gpubind binding plans for this node over gRPC on a Unix socket.
+
+Options:
+  --config FILE        site policy (default /etc/gpubind/policy.conf; built-in defaults when
+                       that default file does not exist)
+  --socket PATH        Unix socket to serve (default /run/gpubind/gpubind.sock); ignored under
+                       systemd socket activation
+  --socket-mode MODE   octal permissions of the socket (default 0666, 0660 with --socket-group)
+  --socket-group NAME  group owning the socket
+  --topology FILE.xml  node topology from an hwloc XML dump instead of live discovery ("live")
+  --foreground         stay in the foreground (implied under systemd)
+  --log-level LEVEL    error, warning, info (default) or debug
+  --version, --help
+Signals: SIGHUP reloads policy and topology (a bad policy is refused, the old one keeps serving);
+SIGTERM/SIGINT finish in-flight calls and exit 0.
+)";
+
+struct Options {
+  NodeSources sources;
+  SocketOptions socket;
+  bool foreground = false;
+};
+
+Result<Options> parse_options(const std::vector<std::string>& argv) {
+  auto args = cli::Args::parse(
+      argv, {"config", "socket", "socket-mode", "socket-group", "topology", "log-level"},
+      {"foreground", "help", "version"});
+  if (!args) return args.error();
+  if (!args->positional().empty())
+    return make_error("unexpected argument '" + args->positional()[0] + "'");
+  Options options;
+  if (auto config = args->get("config")) {
+    options.sources.policy_path = *config;
+  } else if (access(kDefaultConfig, F_OK) == 0) {
+    options.sources.policy_path = kDefaultConfig;
+  }
+  if (auto topology = args->get("topology")) options.sources.topology_path = *topology;
+  options.socket.path = args->get("socket").value_or(kDefaultSocket);
+  if (auto group = args->get("socket-group")) {
+    const struct group* gr = getgrnam(group->c_str());
+    if (!gr) return make_error("--socket-group: no group named '" + *group + "'");
+    options.socket.group = gr->gr_gid;
+    options.socket.mode = 0660;
+  }
+  if (auto mode = args->get("socket-mode")) {
+    char* end = nullptr;
+    const long value = std::strtol(mode->c_str(), &end, 8);
+    if (mode->empty() || *end != '\0' || value < 0 || value > 0777) {
+      return make_error("--socket-mode: expected an octal mode such as 0666, got '" + *mode + "'");
+    }
+    options.socket.mode = static_cast<mode_t>(value);
+  }
+  if (auto level = args->get("log-level")) {
+    log::Level parsed;
+    if (!log::parse_level(*level, parsed)) {
+      return make_error("--log-level: expected error, warning, info or debug, got '" + *level +
+                        "'");
+    }
+    log::set_level(parsed);
+  }
+  options.foreground = args->has("foreground");
+  return options;
+}
+
+std::string describe(const DaemonState& state) {
+  const Topology& t = state.node.topology;
+  return "policy " + state.policy_source + " (generation " +
+         std::to_string(state.policy_generation) + "), topology " + t.source + ": " +
+         std::to_string(t.cores.size()) + " cores, " + std::to_string(t.gpus.size()) + " GPUs, " +
+         std::to_string(t.nics.size()) + " NICs";
+}
+
+void notify(const std::string& message) {
+  sd_notify(0, message.c_str());
+}
+
+// Detaches from the terminal once the server is up; the parent exits 0 only then.
+class Detacher {
+ public:
+  // Forks; returns in the child. The parent waits for ready() or the child's death.
+  Status detach() {
+    int fds[2];
+    if (pipe(fds) != 0) return make_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) return make_error(std::string("fork: ") + std::strerror(errno));
+    if (pid > 0) {
+      close(fds[1]);
+      char byte = 0;
+      const bool ready = read(fds[0], &byte, 1) == 1;
+      _exit(ready ? 0 : 1);
+    }
+    close(fds[0]);
+    write_fd_ = fds[1];
+    setsid();
+    return Ok{};
+  }
+  void ready() {
+    if (write_fd_ < 0) return;
+    const char byte = 1;
+    if (write(write_fd_, &byte, 1) != 1) log::warning("could not tell the parent we are ready");
+    close(write_fd_);
+    write_fd_ = -1;
+  }
+
+ private:
+  int write_fd_ = -1;
+};
+
+// Pings the systemd watchdog while an in-process plan still succeeds.
+class Watchdog {
+ public:
+  explicit Watchdog(const BinderService& service) : service_(service) {}
+  ~Watchdog() { stop(); }
+
+  void start() {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    const auto period = std::chrono::microseconds(usec / 2);
+    thread_ = std::thread([this, period] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!stopping_) {
+        if (healthy()) notify("WATCHDOG=1");
+        wake_.wait_for(lock, period, [this] { return stopping_; });
+      }
+    });
+    log::info("watchdog enabled, pinging every " + std::to_string(usec / 2000) + " ms");
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  bool healthy() const {
+    const StatePtr state = service_.state();
+    gpubind::PlanRequest probe;
+    probe.ntasks = 1;
+    auto plan = gpubind::make_plan(state->node.topology, state->node.policy, probe);
+    if (!plan) log::error("watchdog probe plan failed: " + plan.error().message);
+    return plan.ok();
+  }
+
+  const BinderService& service_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+void reload(BinderService& service, const NodeSources& sources) {
+  notify("RELOADING=1");
+  const StatePtr current = service.state();
+  auto fresh = load_state(sources, current.get());
+  if (fresh) {
+    service.replace_state(*fresh);
+    log::info("reloaded: " + describe(**fresh));
+    notify("READY=1\nSTATUS=Serving " + describe(**fresh));
+    return;
+  }
+  log::error("reload refused, still serving generation " +
+             std::to_string(current->policy_generation) + ": " + fresh.error().message);
+  service.set_reload_error(fresh.error().message);
+  notify("READY=1\nSTATUS=Serving " + describe(*current) +
+         "; last reload refused: " + fresh.error().message);
+}
+
+int serve(const Options& options) {
+  // Signals are handled by this thread only: block them before any other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGHUP, SIGTERM, SIGINT})
+    sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto state = load_state(options.sources, nullptr);
+  if (!state) {
+    log::error("cannot start: " + state.error().message);
+    notify("STATUS=Cannot start: " + state.error().message);
+    return 1;
+  }
+
+  const int inherited = sd_listen_fds(1);
+  const bool activated = inherited > 0;
+  if (inherited > 1)
+    log::warning("systemd passed " + std::to_string(inherited) + " sockets; using the first");
+  const bool under_systemd = activated || std::getenv("NOTIFY_SOCKET") != nullptr;
+  Detacher detacher;
+  if (!options.foreground && !under_systemd) {
+    if (auto status = detacher.detach(); !status) {
+      log::error(status.error().message);
+      return 1;
+    }
+  }
+
+  int listen_fd = -1;
+  if (activated) {
+    listen_fd = SD_LISTEN_FDS_START;
+    if (auto status = check_inherited_listener(listen_fd); !status) {
+      log::error("cannot start: " + status.error().message);
+      return 1;
+    }
+  } else {
+    auto fd = open_listener(options.socket);
+    if (!fd) {
+      log::error("cannot start: " + fd.error().message);
+      return 1;
+    }
+    listen_fd = *fd;
+  }
+
+  BinderService service(*state, activated);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  // Oversized requests are refused by the handler with INVALID_ARGUMENT up to this size, and by
+  // gRPC (RESOURCE_EXHAUSTED) beyond it.
+  builder.SetMaxReceiveMessageSize(1 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    log::error("cannot start the gRPC server");
+    return 1;
+  }
+  Acceptor acceptor;
+  if (auto status = acceptor.start(listen_fd, server.get()); !status) {
+    log::error("cannot start: " + status.error().message);
+    return 1;
+  }
+  Watchdog watchdog(service);
+  watchdog.start();
+
+  const std::string where =
+      activated ? "socket-activated fd " + std::to_string(listen_fd) : options.socket.path;
+  log::info("serving on " + where + ": " + describe(**state));
+  notify("READY=1\nSTATUS=Serving " + describe(**state) + "\nMAINPID=" + std::to_string(getpid()));
+  detacher.ready();
+
+  while (true) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      reload(service, options.sources);
+      continue;
+    }
+    log::info(std::string("received ") + strsignal(sig) + ", finishing in-flight calls");
+    break;
+  }
+  notify("STOPPING=1");
+  watchdog.stop();
+  acceptor.stop();
+  server->Shutdown(std::chrono::system_clock::now() + kDrainDeadline);
+  server->Wait();
+  if (!activated) {
+    close(listen_fd);
+    unlink(options.socket.path.c_str());
+  }
+  log::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpubind::daemon
+
+int main(int argc, char** argv) {
+  using namespace gpubind::daemon;
+  const std::vector<std::string> argv_list(argv + 1, argv + argc);
+  for (const std::string& arg : argv_list) {
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (arg == "--version") {
+      std::cout << "gpubindd " << GPUBIND_VERSION << "\n";
+      return 0;
+    }
+  }
+  auto options = parse_options(argv_list);
+  if (!options) {
+    std::fprintf(stderr, "gpubindd: %s\n%s", options.error().message.c_str(), kUsage);
+    return 2;
+  }
+  return serve(*options);
+}

@@ -1,0 +1,157 @@
+#include "listener.h"
+
+#include <errno.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_posix.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "log.h"
+
+namespace gpubind::daemon {
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+Result<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    return make_error("socket path '" + path + "' is empty or longer than " +
+                      std::to_string(sizeof addr.sun_path - 1) + " bytes");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// True if some process accepts connections on `path`.
+bool someone_listens(const sockaddr_un& addr) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool alive = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return alive;
+}
+
+}  // namespace
+
+Result<int> open_listener(const SocketOptions& options) {
+  auto addr = unix_address(options.path);
+  if (!addr) return addr.error();
+  const std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return make_error("socket directory '" + parent.string() + "': " + ec.message());
+    chmod(parent.c_str(), 0755);
+  }
+  struct stat st {};
+  if (lstat(options.path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return make_error("socket path '" + options.path + "' exists and is not a socket");
+    }
+    if (someone_listens(*addr)) {
+      return make_error("socket '" + options.path + "' is served by another process");
+    }
+    unlink(options.path.c_str());
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error("socket: " + errno_text());
+  // Bind with no permissions, then open up: no window where the socket has the wrong mode.
+  const mode_t old_mask = umask(0777);
+  const int bound = bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr);
+  const int bind_errno = errno;
+  umask(old_mask);
+  if (bound != 0) {
+    close(fd);
+    return make_error("bind '" + options.path + "': " + std::strerror(bind_errno));
+  }
+  mode_t mode = options.mode;
+  if (options.group) {
+    if (chown(options.path.c_str(), static_cast<uid_t>(-1), *options.group) != 0) {
+      const std::string why = errno_text();
+      close(fd);
+      unlink(options.path.c_str());
+      return make_error("chown socket '" + options.path + "' to group " +
+                        std::to_string(*options.group) + ": " + why);
+    }
+  }
+  if (chmod(options.path.c_str(), mode) != 0 || listen(fd, SOMAXCONN) != 0) {
+    const std::string why = errno_text();
+    close(fd);
+    unlink(options.path.c_str());
+    return make_error("socket '" + options.path + "': " + why);
+  }
+  return fd;
+}
+
+Status check_inherited_listener(int fd) {
+  int type = 0, listening = 0;
+  socklen_t len = sizeof type;
+  sockaddr_storage addr{};
+  socklen_t addr_len = sizeof addr;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) {
+    return make_error("inherited fd " + std::to_string(fd) + " is not a socket: " + errno_text());
+  }
+  len = sizeof listening;
+  getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
+  if (addr.ss_family != AF_UNIX || type != SOCK_STREAM || !listening) {
+    return make_error(
+        "inherited fd " + std::to_string(fd) +
+        " is not a listening Unix stream socket (check ListenStream= in the .socket unit)");
+  }
+  return Ok{};
+}
+
+Status Acceptor::start(int listen_fd, grpc::Server* server) {
+  listen_fd_ = listen_fd;
+  server_ = server;
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return make_error("eventfd: " + errno_text());
+  thread_ = std::thread([this] { run(); });
+  return Ok{};
+}
+
+void Acceptor::stop() {
+  if (!thread_.joinable()) return;
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof one) < 0) log::warning("acceptor wake-up: " + errno_text());
+  thread_.join();
+  close(wake_fd_);
+  wake_fd_ = -1;
+}
+
+void Acceptor::run() {
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  while (true) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      log::error("poll on the listening socket: " + errno_text());
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    // gRPC drives the connection with its own poller and needs it non-blocking.
+    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (conn < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
+      log::warning("accept: " + errno_text());
+      // Out of fds and the like: back off instead of spinning.
+      poll(&fds[1], 1, 100);
+      continue;
+    }
+    grpc::AddInsecureChannelFromFd(server_, conn);
+  }
+}
+
+}  // namespace gpubind::daemon
