@@ -48,7 +48,10 @@ Error rpc_error(const std::string& socket_path, const grpc::Status& status) {
     default:
       what = "call failed (gRPC code " + std::to_string(status.error_code()) + ")";
   }
-  return make_error("gpubindd at " + socket_path + ": " + what + ": " + status.error_message());
+  Error error =
+      make_error("gpubindd at " + socket_path + ": " + what + ": " + status.error_message());
+  error.invalid_input = status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+  return error;
 }
 
 double percentile(std::vector<double>& values, double p) {
@@ -202,6 +205,7 @@ Result<DaemonStatus> BinderClient::status(std::chrono::milliseconds timeout) {
   out.last_reload_error = response.last_reload_error();
   out.socket_activated = response.socket_activated();
   out.cpu_s = response.cpu_s();
+  out.pid = static_cast<int>(response.pid());
   return out;
 }
 

@@ -36,6 +36,7 @@ struct DaemonStatus {
   std::string last_reload_error;
   bool socket_activated = false;
   double cpu_s = 0;
+  int pid = 0;
 };
 
 struct StepIds {

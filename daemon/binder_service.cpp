@@ -10,6 +10,21 @@
 #include "log.h"
 
 namespace gpubind::daemon {
+namespace {
+
+// Counts a call as in flight for its whole duration.
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& counter) : counter_(counter) { ++counter_; }
+  ~InFlight() { --counter_; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& counter_;
+};
+
+}  // namespace
 
 BinderService::BinderService(StatePtr state, bool socket_activated)
     : state_(std::move(state)), socket_activated_(socket_activated) {}
@@ -39,6 +54,7 @@ grpc::Status BinderService::refuse(const std::string& why, const v1::PlanRequest
 
 grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
                                  v1::PlanResponse* response) {
+  const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
   const StatePtr state = this->state();
   auto finish = [&] {
@@ -75,6 +91,7 @@ grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* re
 
 grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,
                                         v1::GetTopologyResponse* response) {
+  const InFlight guard(in_flight_);
   const StatePtr state = this->state();
   api::topology_to_proto(state->node.topology, *response);
   response->set_topology_generation(state->topology_generation);
@@ -83,6 +100,7 @@ grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopol
 
 grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
                                       v1::GetStatusResponse* response) {
+  const InFlight guard(in_flight_);
   const StatePtr state = this->state();
   response->set_version(GPUBIND_VERSION);
   response->set_uptime_s(
@@ -98,6 +116,7 @@ grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusR
   response->set_p99_us(latencies_.percentile(99));
   response->set_rss_bytes(resident_bytes());
   response->set_cpu_s(cpu_seconds());
+  response->set_pid(static_cast<uint32_t>(getpid()));
   response->set_socket_activated(socket_activated_);
   {
     std::lock_guard<std::mutex> lock(state_mutex_);

@@ -23,6 +23,8 @@ class BinderService final : public v1::Binder::Service {
   void replace_state(StatePtr state);
   // A refused reload: the old state keeps serving; status reports why.
   void set_reload_error(const std::string& error);
+  // Calls being answered right now (to drain them before shutdown).
+  int in_flight() const { return in_flight_; }
 
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;
@@ -44,6 +46,7 @@ class BinderService final : public v1::Binder::Service {
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> cache_hits_{0};
+  std::atomic<int> in_flight_{0};
 };
 
 // Resident set size of this process, in bytes (0 if unknown).

@@ -160,7 +160,8 @@ int run_plan(const Args& args) {
     auto access = daemon_access(args);
     if (!access) return fail(access.error().message);
     auto reply = client::BinderClient(access->socket).plan(*request, {}, access->timeout);
-    if (!reply) return fail(reply.error().message, kExitFailed);
+    if (!reply)
+      return fail(reply.error().message, reply.error().invalid_input ? kExitBadInput : kExitFailed);
     plan = std::move(reply->plan);
   }
   std::cout << (args.has("json") ? plan_to_json(plan) : plan_to_table(plan));

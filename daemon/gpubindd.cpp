@@ -286,7 +286,16 @@ int serve(const Options& options) {
   notify("STOPPING=1");
   watchdog.stop();
   acceptor.stop();
-  server->Shutdown(std::chrono::system_clock::now() + kDrainDeadline);
+  // Finish the calls in flight, then close: idle client connections need not be waited for.
+  const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
+  while (service.in_flight() > 0 && std::chrono::steady_clock::now() < drain_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (service.in_flight() > 0) {
+    log::warning(std::to_string(service.in_flight()) + " calls still running after " +
+                 std::to_string(kDrainDeadline.count()) + " s; cancelling them");
+  }
+  server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   if (!activated) {
     close(listen_fd);

@@ -9,6 +9,8 @@ namespace gpubind {
 
 struct Error {
   std::string message;
+  // The request itself is at fault (as opposed to a failure in serving it).
+  bool invalid_input = false;
 };
 
 template <class T>

@@ -1,0 +1,345 @@
+// The real gpubindd on a real Unix socket: readiness, socket activation, plans identical to the
+// offline planner, the cache, reloads (good and bad), refused requests, watchdog, shutdown.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "../support/daemon_process.h"
+#include "../support/invariants.h"
+#include "binder_client.h"
+#include "gpubind/node.h"
+
+namespace gpubind {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::DaemonProcess;
+using testing::NotifySocket;
+
+const std::string kFixtures = GPUBIND_FIXTURES;
+const std::string kDaemon = GPUBIND_DAEMON;
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::make_temp_dir();
+    socket_ = dir_ + "/gpubind.sock";
+    policy_ = dir_ + "/policy.conf";
+    write_file(policy_, "reserve_first_core_per_l3: true\nsmt: 1\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Starts the daemon on the LUMI-G fixture and waits for READY=1.
+  void start(std::vector<std::string> extra_args = {}, std::vector<std::string> env = {},
+             int listen_fd = -1) {
+    notify_ = std::make_unique<NotifySocket>(dir_ + "/notify.sock");
+    std::vector<std::string> args = {"--socket",    socket_,      "--config",
+                                     policy_,       "--topology", kFixtures + "/lumi-g.xml",
+                                     "--log-level", "debug"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    env.push_back("NOTIFY_SOCKET=" + notify_->path());
+    daemon_.start(kDaemon, args, env, dir_ + "/daemon.log", listen_fd);
+    ASSERT_TRUE(notify_->wait_for("READY=1", 10s)) << daemon_.log();
+  }
+
+  client::BinderClient& client() {
+    if (!client_) client_ = std::make_unique<client::BinderClient>(socket_);
+    return *client_;
+  }
+
+  Node offline_node() {
+    auto node = load_node({policy_, kFixtures + "/lumi-g.xml"});
+    EXPECT_TRUE(node) << node.error().message;
+    return node ? std::move(*node) : Node{};
+  }
+
+  std::string dir_, socket_, policy_;
+  std::unique_ptr<NotifySocket> notify_;
+  DaemonProcess daemon_;
+  std::unique_ptr<client::BinderClient> client_;
+};
+
+TEST_F(DaemonTest, NotifiesReadyAndServesOnAWorldWritableSocket) {
+  start();
+  const auto& messages = notify_->messages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(messages.back().find("STATUS=Serving policy " + policy_), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(stat(socket_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0666u) << "tasks of every user must connect";
+  auto status = client().status(2s);
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_EQ(status->policy_source, policy_);
+  EXPECT_EQ(status->policy_generation, 1u);
+  EXPECT_EQ(status->topology_source, kFixtures + "/lumi-g.xml");
+  EXPECT_FALSE(status->socket_activated);
+  EXPECT_EQ(status->pid, daemon_.pid());
+  EXPECT_GT(status->rss_bytes, 0u);
+}
+
+TEST_F(DaemonTest, PlansAreIdenticalToTheOfflinePlanner) {
+  start();
+  const Node node = offline_node();
+  std::vector<PlanRequest> requests;
+  for (int n : {1, 8, 16, 24, 56, 60}) {
+    PlanRequest r;
+    r.ntasks = n;
+    requests.push_back(r);
+  }
+  PlanRequest by_cpu;
+  by_cpu.ntasks = 8;
+  by_cpu.order = Order::kCpu;
+  by_cpu.omp_places = true;
+  requests.push_back(by_cpu);
+  PlanRequest subset;
+  subset.ntasks = 3;
+  subset.gpus = std::vector<StepGpu>{{5, "0"}, {2, "1"}};
+  subset.allowed_cpus = *CpuSet::parse_list("0-31");
+  subset.cpus_per_task = 3;
+  subset.nic_env = false;
+  requests.push_back(subset);
+  for (const PlanRequest& request : requests) {
+    auto local = make_plan(node.topology, node.policy, request);
+    ASSERT_TRUE(local);
+    auto remote = client().plan(request, {42, 0}, 2s);
+    ASSERT_TRUE(remote) << remote.error().message;
+    EXPECT_EQ(testing::fingerprint(remote->plan), testing::fingerprint(*local))
+        << request.ntasks << " tasks";
+    EXPECT_EQ(remote->policy_generation, 1u);
+  }
+}
+
+TEST_F(DaemonTest, IdenticalStepShapesGetTheSameCachedPlan) {
+  start();
+  PlanRequest request;
+  request.ntasks = 8;
+  auto first = client().plan(request, {1, 0}, 2s);
+  auto second = client().plan(request, {2, 7}, 2s);  // other job, same shape
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(first->cached);
+  EXPECT_TRUE(second->cached);
+  EXPECT_EQ(testing::fingerprint(first->plan), testing::fingerprint(second->plan));
+  request.ntasks = 4;
+  auto other = client().plan(request, {1, 0}, 2s);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->cached);
+  auto status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->requests, 3u);
+  EXPECT_EQ(status->cache_hits, 1u);
+}
+
+TEST_F(DaemonTest, SocketActivationServesTheInheritedSocket) {
+  const int fd = testing::make_listening_socket(socket_);
+  ASSERT_GE(fd, 0);
+  // --socket points elsewhere: the inherited socket must win.
+  start({"--socket", dir_ + "/unused.sock"}, {}, fd);
+  close(fd);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/unused.sock"));
+  auto status = client().status(2s);
+  ASSERT_TRUE(status) << status.error().message << "\n" << daemon_.log();
+  EXPECT_TRUE(status->socket_activated);
+  PlanRequest request;
+  request.ntasks = 8;
+  auto plan = client().plan(request, {}, 2s);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->plan.tasks[0].cpus.to_list(), "49-55");
+  EXPECT_EQ(daemon_.stop(SIGTERM), 0);
+  EXPECT_TRUE(std::filesystem::exists(socket_)) << "the socket belongs to systemd";
+}
+
+TEST_F(DaemonTest, ABrokenPolicyOnReloadIsRefusedAndTheOldOneKeepsServing) {
+  start();
+  PlanRequest request;
+  request.ntasks = 8;
+  auto before = client().plan(request, {}, 2s);
+  ASSERT_TRUE(before);
+  write_file(policy_, "reserve_first_core_per_l3: true\nsmt: 1\nreserved_cpus: \"0-\"\n");
+  kill(daemon_.pid(), SIGHUP);
+  ASSERT_TRUE(notify_->wait_for("last reload refused", 10s)) << daemon_.log();
+  auto status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->policy_generation, 1u);
+  EXPECT_NE(status->last_reload_error.find(policy_ + ":3: reserved_cpus"), std::string::npos)
+      << status->last_reload_error;
+  EXPECT_NE(daemon_.log().find(policy_ + ":3: reserved_cpus"), std::string::npos) << daemon_.log();
+  auto during = client().plan(request, {}, 2s);
+  ASSERT_TRUE(during);
+  EXPECT_EQ(testing::fingerprint(during->plan), testing::fingerprint(before->plan));
+
+  // A good policy then takes effect: generation 2, both threads per core.
+  write_file(policy_, "reserve_first_core_per_l3: true\nsmt: 2\n");
+  kill(daemon_.pid(), SIGHUP);
+  ASSERT_TRUE(notify_->wait_for("STATUS=Serving policy", 10s));
+  status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->policy_generation, 2u);
+  EXPECT_TRUE(status->last_reload_error.empty());
+  auto after = client().plan(request, {}, 2s);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(after->cached) << "a new generation never answers from the old cache";
+  EXPECT_EQ(after->policy_generation, 2u);
+  EXPECT_EQ(after->plan.tasks[0].cpus.to_list(), "49-55,113-119");
+}
+
+TEST_F(DaemonTest, InvalidAndOversizedRequestsAreRefusedWhileServingGoesOn) {
+  start();
+  auto expect_refused = [&](const PlanRequest& request, const std::string& text) {
+    auto reply = client().plan(request, {}, 2s);
+    ASSERT_FALSE(reply) << text;
+    EXPECT_NE(reply.error().message.find("request refused"), std::string::npos)
+        << reply.error().message;
+    EXPECT_NE(reply.error().message.find(text), std::string::npos) << reply.error().message;
+  };
+  PlanRequest zero;
+  zero.ntasks = 0;
+  expect_refused(zero, "ntasks must be from 1 to 4096");
+  PlanRequest huge;
+  huge.ntasks = 100000;
+  expect_refused(huge, "ntasks must be from 1 to 4096");
+  PlanRequest many_gpus;
+  many_gpus.ntasks = 1;
+  many_gpus.gpus = std::vector<StepGpu>(1025, StepGpu{0, "0"});
+  expect_refused(many_gpus, "1025 GPUs exceed the limit of 1024");
+  PlanRequest long_token;
+  long_token.ntasks = 1;
+  long_token.gpus = std::vector<StepGpu>{{0, std::string(200, 'x')}};
+  expect_refused(long_token, "GPU token longer than 128 bytes");
+  PlanRequest big;
+  big.ntasks = 1;
+  big.gpus = std::vector<StepGpu>(2000, StepGpu{0, std::string(127, 'y')});
+  expect_refused(big, "exceeds the limit of 262144");
+  PlanRequest unknown_gpu;
+  unknown_gpu.ntasks = 1;
+  unknown_gpu.gpus = std::vector<StepGpu>{{9, "9"}};
+  expect_refused(unknown_gpu, "GPU 9 does not exist");
+  PlanRequest reserved_only;
+  reserved_only.ntasks = 1;
+  reserved_only.allowed_cpus = CpuSet::of({0, 8});
+  expect_refused(reserved_only, "no usable CPUs");
+
+  // Beyond gRPC's own message limit (1 MiB): refused by gRPC, daemon unharmed.
+  PlanRequest enormous;
+  enormous.ntasks = 1;
+  enormous.gpus = std::vector<StepGpu>(1000, StepGpu{0, std::string(1200, 'z')});
+  auto refused = client().plan(enormous, {}, 2s);
+  ASSERT_FALSE(refused);
+
+  PlanRequest good;
+  good.ntasks = 8;
+  auto plan = client().plan(good, {}, 2s);
+  ASSERT_TRUE(plan) << plan.error().message;
+  auto status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->errors, 7u);
+  EXPECT_EQ(status->requests, 1u);
+}
+
+TEST_F(DaemonTest, SigtermDrainsAndExitsZero) {
+  start();
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::thread load([&] {
+    client::BinderClient loader(socket_);
+    PlanRequest request;
+    request.ntasks = 56;
+    while (!stop) {
+      if (loader.plan(request, {}, 2s)) ++answered;
+    }
+  });
+  while (answered < 20)
+    std::this_thread::sleep_for(1ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon_.stop(SIGTERM), 0) << daemon_.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 6s);
+  stop = true;
+  load.join();
+  EXPECT_TRUE(notify_->wait_for("STOPPING=1", 1s));
+  EXPECT_FALSE(std::filesystem::exists(socket_)) << "its own socket is removed";
+  EXPECT_NE(daemon_.log().find("stopped"), std::string::npos);
+}
+
+TEST_F(DaemonTest, WatchdogIsPingedWhenSystemdAsks) {
+  start({}, {"WATCHDOG_USEC=200000"});
+  EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s));
+  EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s)) << "pinged repeatedly";
+}
+
+TEST_F(DaemonTest, AnotherDaemonOnTheSameSocketIsRefused) {
+  start();
+  DaemonProcess second;
+  second.start(kDaemon,
+               {"--foreground", "--socket", socket_, "--topology", kFixtures + "/lumi-g.xml"}, {},
+               dir_ + "/second.log");
+  EXPECT_EQ(second.wait_exit(10s), 1);
+  EXPECT_NE(second.log().find("is served by another process"), std::string::npos) << second.log();
+  EXPECT_TRUE(client().status(2s)) << "the first one still serves";
+}
+
+TEST_F(DaemonTest, AStaleSocketFileIsReplaced) {
+  const int fd = testing::make_listening_socket(socket_);
+  close(fd);  // the file stays, nobody listens
+  start();
+  EXPECT_TRUE(client().status(2s));
+}
+
+TEST_F(DaemonTest, StartupErrorsNameTheFaultAndExitNonZero) {
+  DaemonProcess missing;
+  missing.start(kDaemon, {"--foreground", "--socket", socket_, "--topology", dir_ + "/none.xml"},
+                {}, dir_ + "/missing.log");
+  EXPECT_EQ(missing.wait_exit(10s), 1);
+  EXPECT_NE(missing.log().find("topology file '" + dir_ + "/none.xml': No such file or directory"),
+            std::string::npos)
+      << missing.log();
+
+  write_file(policy_, "smt: 1\nbogus: 2\n");
+  DaemonProcess broken;
+  broken.start(kDaemon,
+               {"--foreground", "--socket", socket_, "--config", policy_, "--topology",
+                kFixtures + "/lumi-g.xml"},
+               {}, dir_ + "/broken.log");
+  EXPECT_EQ(broken.wait_exit(10s), 1);
+  EXPECT_NE(broken.log().find(policy_ + ":2:"), std::string::npos) << broken.log();
+
+  DaemonProcess bad_flag;
+  bad_flag.start(kDaemon, {"--sockett", socket_}, {}, dir_ + "/flag.log");
+  EXPECT_EQ(bad_flag.wait_exit(10s), 2);
+  EXPECT_NE(bad_flag.log().find("unknown option --sockett"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(socket_));
+}
+
+TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
+  DaemonProcess launcher;
+  launcher.start(kDaemon, {"--socket", socket_, "--topology", kFixtures + "/lumi-g.xml"}, {},
+                 dir_ + "/detach.log");
+  EXPECT_EQ(launcher.wait_exit(10s), 0) << launcher.log();
+  auto status = client().status(2s);
+  ASSERT_TRUE(status) << status.error().message;
+  EXPECT_NE(status->pid, 0);
+  EXPECT_NE(status->pid, launcher.pid());
+  kill(status->pid, SIGTERM);
+  for (int i = 0; i < 500 && std::filesystem::exists(socket_); ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(std::filesystem::exists(socket_));
+}
+
+TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
+  client::BinderClient nobody("/tmp/gpubind-test-no-such.sock");
+  PlanRequest request;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto reply = nobody.plan(request, {}, 300ms);
+  ASSERT_FALSE(reply);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_NE(reply.error().message.find("/tmp/gpubind-test-no-such.sock"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpubind

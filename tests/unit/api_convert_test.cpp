@@ -1,0 +1,142 @@
+#include "api_convert.h"
+
+#include <gtest/gtest.h>
+
+#include "../support/fixtures.h"
+#include "../support/invariants.h"
+#include "gpubind/plan_format.h"
+#include "plan_cache.h"
+
+namespace gpubind {
+namespace {
+
+using testing::fixture;
+
+TEST(ApiConvert, TopologyRoundTripsExactly) {
+  for (const char* name : {"lumi-g", "aurora-pvc", "dgx-h100", "mi300a-tpx"}) {
+    const Topology& t = fixture(name);
+    v1::GetTopologyResponse proto;
+    api::topology_to_proto(t, proto);
+    const Topology back = api::topology_from_proto(proto);
+    EXPECT_EQ(topology_to_json(back), topology_to_json(t)) << name;
+    ASSERT_EQ(back.cores.size(), t.cores.size());
+    EXPECT_EQ(back.cores[5].pus, t.cores[5].pus);
+    // Plans on the round-tripped topology are the same plans.
+    PlanRequest request;
+    request.ntasks = 2 * static_cast<int>(t.gpus.size());
+    auto a = make_plan(t, testing::lumi_policy(), request);
+    auto b = make_plan(back, testing::lumi_policy(), request);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(testing::fingerprint(*a), testing::fingerprint(*b)) << name;
+  }
+}
+
+TEST(ApiConvert, PlanRoundTripsExactly) {
+  PlanRequest request;
+  request.ntasks = 12;
+  auto plan = make_plan(fixture("aurora-pvc"), SitePolicy(), request);
+  ASSERT_TRUE(plan);
+  plan->warnings.push_back("a warning");
+  v1::PlanResponse proto;
+  api::plan_to_proto(*plan, proto);
+  const Plan back = api::plan_from_proto(proto);
+  EXPECT_EQ(testing::fingerprint(back), testing::fingerprint(*plan));
+  EXPECT_EQ(plan_to_json(back), plan_to_json(*plan));
+  EXPECT_EQ(back.tasks[1].gpus[0].tile, 1);
+}
+
+TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
+  PlanRequest request;
+  request.ntasks = 4;
+  request.allowed_cpus = *CpuSet::parse_list("1-7,9-15");
+  request.gpus = std::vector<StepGpu>{{3, "GPU-x"}, {1, "GPU-y"}};
+  request.cpus_per_task = 3;
+  request.gpus_per_task = 1;
+  request.order = Order::kCpu;
+  request.smt = 1;
+  request.nic_env = false;
+  request.omp_places = true;
+  auto back = api::request_from_proto(api::request_to_proto(request));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->ntasks, 4);
+  EXPECT_EQ(back->allowed_cpus->to_list(), "1-7,9-15");
+  ASSERT_TRUE(back->gpus);
+  EXPECT_EQ((*back->gpus)[0].gpu, 3);
+  EXPECT_EQ((*back->gpus)[1].token, "GPU-y");
+  EXPECT_EQ(back->cpus_per_task, 3);
+  EXPECT_EQ(back->order, Order::kCpu);
+  EXPECT_EQ(back->smt, 1);
+  EXPECT_TRUE(back->gpu_env);
+  EXPECT_FALSE(back->nic_env);
+  EXPECT_EQ(back->omp_places, true);
+
+  PlanRequest plain;
+  plain.ntasks = 1;
+  auto defaults = api::request_from_proto(api::request_to_proto(plain));
+  ASSERT_TRUE(defaults);
+  EXPECT_FALSE(defaults->allowed_cpus);
+  EXPECT_FALSE(defaults->gpus) << "no GPU list means every GPU, not none";
+  EXPECT_FALSE(defaults->order);
+  EXPECT_FALSE(defaults->smt);
+  EXPECT_FALSE(defaults->omp_places);
+
+  PlanRequest no_gpus;
+  no_gpus.ntasks = 1;
+  no_gpus.gpus = std::vector<StepGpu>{};
+  auto none = api::request_from_proto(api::request_to_proto(no_gpus));
+  ASSERT_TRUE(none && none->gpus);
+  EXPECT_TRUE(none->gpus->empty()) << "an empty GPU list stays empty";
+}
+
+TEST(ApiConvert, LimitsAreEnforced) {
+  v1::PlanRequest proto;
+  proto.set_ntasks(1);
+  proto.set_allowed_cpus("0-x");
+  auto bad_cpus = api::request_from_proto(proto);
+  ASSERT_FALSE(bad_cpus);
+  EXPECT_NE(bad_cpus.error().message.find("allowed_cpus: invalid cpu list"), std::string::npos);
+  proto.set_allowed_cpus("");
+  proto.add_gpus()->set_token("0");
+  auto inconsistent = api::request_from_proto(proto);
+  ASSERT_FALSE(inconsistent);
+  EXPECT_NE(inconsistent.error().message.find("gpus_given is false"), std::string::npos);
+  proto.clear_gpus();
+  proto.set_smt(65);
+  EXPECT_FALSE(api::request_from_proto(proto));
+  proto.clear_smt();
+  proto.set_cpus_per_task(100000);
+  EXPECT_FALSE(api::request_from_proto(proto));
+}
+
+TEST(PlanCache, KeysIgnoreJobIdsButNotTheShapeOrGeneration) {
+  v1::PlanRequest a;
+  a.set_ntasks(8);
+  a.set_job_id(1);
+  v1::PlanRequest b = a;
+  b.set_job_id(2);
+  b.set_step_id(5);
+  EXPECT_EQ(daemon::PlanCache::key_of(1, a), daemon::PlanCache::key_of(1, b));
+  EXPECT_NE(daemon::PlanCache::key_of(1, a), daemon::PlanCache::key_of(2, a));
+  b.set_ntasks(4);
+  EXPECT_NE(daemon::PlanCache::key_of(1, a), daemon::PlanCache::key_of(1, b));
+}
+
+TEST(PlanCache, EvictsTheLeastRecentlyUsed) {
+  daemon::PlanCache cache(2);
+  auto entry = [](int n) {
+    auto response = std::make_shared<v1::PlanResponse>();
+    response->set_hostname(std::to_string(n));
+    return response;
+  };
+  cache.insert("a", entry(1));
+  cache.insert("b", entry(2));
+  ASSERT_TRUE(cache.find("a"));  // a is now the most recent
+  cache.insert("c", entry(3));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(cache.find("a"));
+  EXPECT_FALSE(cache.find("b"));
+  EXPECT_EQ(cache.find("c")->hostname(), "3");
+}
+
+}  // namespace
+}  // namespace gpubind
