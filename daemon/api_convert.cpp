@@ -70,6 +70,14 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
     if (!cpus) return make_error("allowed_cpus: " + cpus.error().message);
     request.allowed_cpus = std::move(*cpus);
   }
+  if (proto.allowed_cores().size() > kMaxCpuListBytes) {
+    return make_error("allowed_cores exceeds " + std::to_string(kMaxCpuListBytes) + " bytes");
+  }
+  if (!proto.allowed_cores().empty()) {
+    auto cores = CpuSet::parse_list(proto.allowed_cores());
+    if (!cores) return make_error("allowed_cores: " + cores.error().message);
+    request.allowed_cores = std::move(*cores);
+  }
   if (proto.gpus_given()) {
     std::vector<StepGpu> gpus;
     gpus.reserve(proto.gpus_size());
@@ -118,6 +126,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   v1::PlanRequest proto;
   proto.set_ntasks(static_cast<uint32_t>(std::max(request.ntasks, 0)));
   if (request.allowed_cpus) proto.set_allowed_cpus(request.allowed_cpus->to_list());
+  if (request.allowed_cores) proto.set_allowed_cores(request.allowed_cores->to_list());
   if (request.gpus) {
     proto.set_gpus_given(true);
     for (const StepGpu& gpu : *request.gpus) {

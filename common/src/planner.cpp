@@ -132,9 +132,18 @@ Status Planner::find_usable_cores() {
   }
   const CpuSet& reserved = reserved_ = reserved_cpus(topo_, policy_);
   const int smt = request_.smt.value_or(policy_.smt);
+  if (request_.allowed_cores &&
+      request_.allowed_cores->last() >= static_cast<int>(topo_.cores.size())) {
+    warn("allowed cores " +
+         request_.allowed_cores->minus(CpuSet::range(0, static_cast<int>(topo_.cores.size()) - 1))
+             .to_list() +
+         " are not in the node's topology (" + std::to_string(topo_.cores.size()) +
+         " cores); ignored");
+  }
   usable_.reserve(topo_.cores.size());
   usable_pus_.reserve(all.count());
   for (const Core& core : topo_.cores) {
+    if (request_.allowed_cores && !request_.allowed_cores->test(core.index)) continue;
     UsableCore usable;
     usable.core = core.index;
     usable.package = core.package;
@@ -152,8 +161,10 @@ Status Planner::find_usable_cores() {
     usable_.push_back(usable);
   }
   if (usable_.empty()) {
-    return make_error("no usable CPUs: the step's CPUs " + (allowed & all).to_list() +
-                      " are all reserved (" + reserved.to_list() + ")");
+    std::string step = "CPUs " + (allowed & all).to_list();
+    if (request_.allowed_cores) step += " on cores " + request_.allowed_cores->to_list();
+    return make_error("no usable CPUs: the step's " + step + " are all reserved (" +
+                      reserved.to_list() + ")");
   }
   core_owners_.assign(usable_.size(), 0);
   return Ok{};
@@ -807,8 +818,8 @@ Result<Plan> Planner::run() {
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
       const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];
-      TaskGpu gpu{g, step_gpu.gpu, task_tiles_[task], step_gpu.token, node_gpu.pci_bus_id,
-                  node_gpu.vendor};
+      TaskGpu gpu{
+          g, step_gpu.gpu, task_tiles_[task], step_gpu.token, node_gpu.pci_bus_id, node_gpu.vendor};
       if (gpu.tile >= 0) gpu.token += "." + std::to_string(gpu.tile);
       plan.gpus.push_back(std::move(gpu));
     }

@@ -49,6 +49,7 @@ TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
   PlanRequest request;
   request.ntasks = 4;
   request.allowed_cpus = *CpuSet::parse_list("1-7,9-15");
+  request.allowed_cores = *CpuSet::parse_list("0-3");
   request.gpus = std::vector<StepGpu>{{3, "GPU-x"}, {1, "GPU-y"}};
   request.cpus_per_task = 3;
   request.gpus_per_task = 1;
@@ -60,6 +61,7 @@ TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->ntasks, 4);
   EXPECT_EQ(back->allowed_cpus->to_list(), "1-7,9-15");
+  EXPECT_EQ(back->allowed_cores->to_list(), "0-3");
   ASSERT_TRUE(back->gpus);
   EXPECT_EQ((*back->gpus)[0].gpu, 3);
   EXPECT_EQ((*back->gpus)[1].token, "GPU-y");
@@ -75,6 +77,7 @@ TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
   auto defaults = api::request_from_proto(api::request_to_proto(plain));
   ASSERT_TRUE(defaults);
   EXPECT_FALSE(defaults->allowed_cpus);
+  EXPECT_FALSE(defaults->allowed_cores);
   EXPECT_FALSE(defaults->gpus) << "no GPU list means every GPU, not none";
   EXPECT_FALSE(defaults->order);
   EXPECT_FALSE(defaults->smt);

@@ -219,6 +219,25 @@ TEST(PlannerLumi, AllowedCpusOutsideTheGpuDomainSpillToTheNearestFreeCcd) {
   EXPECT_EQ(l3s_of(t, plan.tasks[0].cpus).size(), 1u) << plan.tasks[0].cpus.to_list();
 }
 
+TEST(PlannerLumi, AllowedCoresRestrictTheStepLikeSlurmsCoreIds) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{4, "0"}, {5, "1"}};  // CCDs 0 and 1
+  request.allowed_cores = *CpuSet::parse_list("0-3,8-11,40");
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "1-3") << "core 0 is reserved";
+  EXPECT_EQ(plan.tasks[1].cpus.to_list(), "9-11");
+  request.allowed_cores = *CpuSet::parse_list("0,8,70");
+  auto refused = make_plan(t, lumi_policy(), request);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("on cores 0,8,70"), std::string::npos)
+      << refused.error().message;
+  request.allowed_cores = *CpuSet::parse_list("1,70");
+  const Plan warned = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_FALSE(warned.warnings.empty());
+  EXPECT_NE(warned.warnings[0].find("allowed cores 70"), std::string::npos);
+}
+
 TEST(PlannerLumi, CpusPerTaskTakesCoresFromTheGpuCcd) {
   const Topology& t = fixture("lumi-g");
   PlanRequest request = tasks(8);

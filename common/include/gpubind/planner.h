@@ -21,7 +21,10 @@ struct StepGpu {
 
 struct PlanRequest {
   int ntasks = 1;
-  std::optional<CpuSet> allowed_cpus;        // the step's CPUs; nullopt = the whole node
+  std::optional<CpuSet> allowed_cpus;  // the step's CPUs; nullopt = the whole node
+  // The step's cores as indices in topology order (Slurm's abstract core ids, which count cores
+  // socket by socket in the same order); nullopt = no restriction. Combined with allowed_cpus.
+  std::optional<CpuSet> allowed_cores;
   std::optional<std::vector<StepGpu>> gpus;  // nullopt = every GPU of the node, tokens "0".."G-1"
   int cpus_per_task = 0;                     // logical CPUs per task; 0 = an even share
   int gpus_per_task = 0;                     // 0 = derived from tasks and GPUs
@@ -54,7 +57,7 @@ struct TaskPlan {
   CpuSet cpus;
   int ncores = 0;
   std::vector<TaskGpu> gpus;
-  int nic = -1;   // index into Topology::nics, -1 = none
+  int nic = -1;  // index into Topology::nics, -1 = none
   std::string nic_name;
   int numa = -1;  // NUMA node holding most of the task's CPUs
   int l3 = -1;    // L3 holding most of the task's CPUs

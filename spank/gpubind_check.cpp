@@ -1,0 +1,99 @@
+// gpubind-check: run as every task of a step (srun ... gpubind-check) to see what each task got:
+// its CPUs as the kernel enforces them, its GPU visibility, NIC and threading environment.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpubind/cpuset.h"
+#include "gpubind/json.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpubind-check [--json]\n"
+    "Prints one line per task: rank, local rank, host, allowed CPUs (from the kernel), GPU\n"
+    "visibility, NIC and OpenMP environment, and whether gpubind bound the task.\n";
+
+const std::vector<const char*> kGpuVars = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                           "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+                                           "GPU_DEVICE_ORDINAL"};
+const std::vector<const char*> kNicVars = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES",
+                                           "MPICH_OFI_NIC_POLICY", "MPICH_OFI_NIC_MAPPING"};
+const std::vector<const char*> kOtherVars = {"OMP_NUM_THREADS", "OMP_PLACES",  "OMP_PROC_BIND",
+                                             "GPUBIND_BOUND",   "GPUBIND_NIC", "GPUBIND_NUMA"};
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value ? value : fallback;
+}
+
+std::string allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "?";
+  gpubind::CpuSet cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
+  }
+  return cpus.to_list();
+}
+
+std::string hostname() {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+void print_json() {
+  gpubind::JsonWriter json;
+  json.begin_object();
+  json.key("rank").value(env_or("SLURM_PROCID", "-"));
+  json.key("local_rank").value(env_or("SLURM_LOCALID", "-"));
+  json.key("host").value(hostname());
+  json.key("node").value(env_or("SLURMD_NODENAME", "-"));
+  json.key("cpus").value(allowed_cpus());
+  json.key("env").begin_object();
+  for (const auto* list : {&kGpuVars, &kNicVars, &kOtherVars}) {
+    for (const char* name : *list) {
+      if (const char* value = std::getenv(name)) json.key(name).value(value);
+    }
+  }
+  json.end_object().end_object();
+  std::printf("%s\n", json.str().c_str());
+}
+
+void print_line() {
+  std::string line = "rank " + env_or("SLURM_PROCID", "-") + " local " +
+                     env_or("SLURM_LOCALID", "-") + " host " + hostname() + " node " +
+                     env_or("SLURMD_NODENAME", "-") + " cpus " + allowed_cpus();
+  for (const auto* list : {&kGpuVars, &kNicVars, &kOtherVars}) {
+    for (const char* name : *list) {
+      if (const char* value = std::getenv(name)) line += std::string(" ") + name + "=" + value;
+    }
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "--help") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "gpubind-check: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  json ? print_json() : print_line();
+  return 0;
+}

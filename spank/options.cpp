@@ -1,0 +1,170 @@
+#include "options.h"
+
+#include <charconv>
+
+namespace gpubind::spank {
+namespace {
+
+Result<int> parse_number(const std::string& text, int min, int max, const std::string& what) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    return make_error(what + ": expected a whole number from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", got '" + text + "'");
+  }
+  return value;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find(separator, start);
+    parts.push_back(text.substr(start, at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
+}  // namespace
+
+const char* on_error_name(OnError on_error) {
+  switch (on_error) {
+    case OnError::kSkip:
+      return "skip";
+    case OnError::kFail:
+      return "fail";
+    case OnError::kFallback:
+      break;
+  }
+  return "fallback";
+}
+
+const char* user_flags_help() {
+  return "--gpu-bind-auto[=FLAGS]: bind each task to the cores, GPU(s) and NIC nearest each\n"
+         "other on its node (gpubind). FLAGS, comma-separated:\n"
+         "  verbose      print each task's binding on stderr\n"
+         "  dry-run      print the binding, apply nothing\n"
+         "  off          no binding for this job or step\n"
+         "  order=gpu    rank r gets the r-th GPU and cores next to it (default)\n"
+         "  order=cpu    ranks follow core order, each takes the GPU nearest its cores\n"
+         "  smt=N        use N hardware threads per core (0 = all the step has)\n"
+         "  no-gpu-env   leave GPU visibility variables (CUDA/ROCR_VISIBLE_DEVICES...) alone\n"
+         "  no-nic-env   leave NIC variables (NCCL_SOCKET_IFNAME, MPICH_OFI_NIC_*...) alone\n"
+         "  omp          also set OMP_PLACES=cores and OMP_PROC_BIND=close\n"
+         "  help         this text\n"
+         "Also set by SLURM_GPU_BIND_AUTO=FLAGS. Check a binding with gpubind-check.\n";
+}
+
+Result<UserFlags> parse_user_flags(const std::string& raw) {
+  UserFlags flags;
+  const std::string text = raw == "(null)" ? "" : raw;
+  if (text.empty()) return flags;
+  struct Switch {
+    const char* name;
+    bool UserFlags::*field;
+    bool counts_as_other;  // contradicts 'off'
+  };
+  static const Switch kSwitches[] = {
+      {"off", &UserFlags::off, false},
+      {"help", &UserFlags::help, false},
+      {"verbose", &UserFlags::verbose, true},
+      {"dry-run", &UserFlags::dry_run, true},
+      {"no-gpu-env", &UserFlags::no_gpu_env, true},
+      {"no-nic-env", &UserFlags::no_nic_env, true},
+      {"omp", &UserFlags::omp, true},
+  };
+  bool other = false;
+  for (const std::string& flag : split(text, ',')) {
+    const size_t eq = flag.find('=');
+    const std::string name = flag.substr(0, eq);
+    const bool has_value = eq != std::string::npos;
+    const std::string value = has_value ? flag.substr(eq + 1) : "";
+    const Switch* matched = nullptr;
+    for (const Switch& s : kSwitches) {
+      if (name == s.name) matched = &s;
+    }
+    if (matched) {
+      if (has_value) return make_error("flag '" + name + "' takes no value (got '" + flag + "')");
+      flags.*(matched->field) = true;
+      other = other || matched->counts_as_other;
+    } else if (name == "order") {
+      other = true;
+      if (value != "gpu" && value != "cpu") {
+        return make_error("flag 'order' takes gpu or cpu (got '" + flag + "')");
+      }
+      if (flags.order && *flags.order != value) {
+        return make_error("flags 'order=" + *flags.order + "' and '" + flag + "' contradict");
+      }
+      flags.order = value;
+    } else if (name == "smt") {
+      other = true;
+      if (!has_value) return make_error("flag 'smt' needs a value, e.g. smt=1");
+      auto smt = parse_number(value, 0, 64, "flag 'smt'");
+      if (!smt) return smt.error();
+      if (flags.smt && *flags.smt != *smt) {
+        return make_error("flags 'smt=" + std::to_string(*flags.smt) + "' and '" + flag +
+                          "' contradict");
+      }
+      flags.smt = *smt;
+    } else if (name.empty()) {
+      return make_error("empty flag in '" + text + "'");
+    } else {
+      return make_error("unknown flag '" + name +
+                        "' (known: verbose, dry-run, off, order=gpu|cpu, smt=N, no-gpu-env, "
+                        "no-nic-env, omp, help)");
+    }
+  }
+  if (flags.off && other) {
+    return make_error("flag 'off' contradicts the other flags in '" + text + "'");
+  }
+  return flags;
+}
+
+Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
+  SiteArgs site;
+  for (const std::string& arg : args) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      return make_error("plugstack argument '" + arg + "' is not key=value");
+    }
+    const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
+    if (key == "default") {
+      if (value != "on" && value != "off") {
+        return make_error("plugstack argument 'default' takes on or off (got '" + value + "')");
+      }
+      site.default_on = value == "on";
+    } else if (key == "socket") {
+      if (value.empty() || value[0] != '/') {
+        return make_error("plugstack argument 'socket' needs an absolute path (got '" + value +
+                          "')");
+      }
+      site.socket = value;
+    } else if (key == "timeout_ms") {
+      auto timeout = parse_number(value, 1, 600000, "plugstack argument 'timeout_ms'");
+      if (!timeout) return timeout.error();
+      site.timeout_ms = *timeout;
+    } else if (key == "on_error") {
+      if (value == "fallback")
+        site.on_error = OnError::kFallback;
+      else if (value == "skip")
+        site.on_error = OnError::kSkip;
+      else if (value == "fail")
+        site.on_error = OnError::kFail;
+      else
+        return make_error("plugstack argument 'on_error' takes fallback, skip or fail (got '" +
+                          value + "')");
+    } else if (key == "policy") {
+      site.policy = value;
+    } else if (key == "stepd_lib") {
+      site.stepd_lib = value;
+    } else {
+      return make_error("unknown plugstack argument '" + key +
+                        "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib)");
+    }
+  }
+  return site;
+}
+
+}  // namespace gpubind::spank

@@ -1,0 +1,110 @@
+// The SPANK plugin's exported C interface: `srun --gpu-bind-auto[=FLAGS]`. Every entry point
+// catches everything: nothing may unwind across Slurm's C code.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <vector>
+
+#include "plugin_state.h"
+
+extern "C" {
+// SPANK_PLUGIN defines these; declared extern "C" first so C++ gives them external linkage.
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const unsigned int plugin_version;
+SPANK_PLUGIN(gpubind, 1)
+}
+
+namespace gpubind::spank {
+namespace {
+
+int on_option(int /*val*/, const char* optarg, int remote) {
+  PluginState& s = state();
+  s.option_given = true;
+  s.option_value = optarg ? optarg : "";
+  auto flags = parse_user_flags(s.option_value);
+  if (!flags) {
+    if (!remote) slurm_error("gpubind: --%s: %s", kOptionName, flags.error().message.c_str());
+    return -1;
+  }
+  if (flags->help && !remote) {
+    std::fputs(user_flags_help(), stderr);
+    std::exit(0);
+  }
+  return 0;
+}
+
+// Runs `fn`, turning any exception into an error line and `failure`.
+template <class Fn>
+int guarded(const char* where, int failure, Fn fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    slurm_error("gpubind: %s: internal error: %s", where, e.what());
+  } catch (...) {
+    slurm_error("gpubind: %s: internal error", where);
+  }
+  return failure;
+}
+
+}  // namespace
+
+PluginState& state() {
+  static PluginState instance;
+  return instance;
+}
+
+struct spank_option* bind_option() {
+  static char name[] = "gpu-bind-auto";
+  static char arginfo[] = "FLAGS";
+  static char usage[] =
+      "Bind each task to the cores, GPU(s) and NIC nearest each other (gpubind). FLAGS: "
+      "verbose, dry-run, off, order=gpu|cpu, smt=N, no-gpu-env, no-nic-env, omp, help.";
+  static struct spank_option option = {name, arginfo, usage, 2, 0, on_option};
+  return &option;
+}
+
+}  // namespace gpubind::spank
+
+using namespace gpubind::spank;
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return guarded("init", -1, [&] {
+    auto site = parse_site_args(std::vector<std::string>(av, av + ac));
+    if (!site) {
+      slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
+      return -1;
+    }
+    state().site = *site;
+    const spank_context_t context = spank_context();
+    if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR || context == S_CTX_REMOTE) {
+      if (spank_option_register(sp, bind_option()) != ESPANK_SUCCESS) {
+        slurm_error("gpubind: cannot register --%s", kOptionName);
+        return -1;
+      }
+    }
+    return 0;
+  });
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  return guarded("init_post_opt", -1, [&] {
+    const spank_context_t context = spank_context();
+    if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) return local_post_opt(sp);
+    return 0;
+  });
+}
+
+// User errors are reported from task_init: errors here are swallowed by srun and drain the node
+// under sbatch, so this never fails.
+int slurm_spank_user_init(spank_t sp, int, char**) {
+  return guarded("user_init", 0, [&] { return remote_user_init(sp); });
+}
+
+int slurm_spank_task_init(spank_t sp, int, char**) {
+  return guarded("task_init", 0, [&] { return remote_task_init(sp); });
+}
+
+}  // extern "C"

@@ -1,0 +1,44 @@
+// State the plugin keeps within one process: srun/sbatch/salloc, or one slurmstepd, whose tasks
+// inherit it when slurmstepd forks them after user_init.
+#pragma once
+
+#include <string>
+
+#include "options.h"
+#include "step_text.h"
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+namespace gpubind::spank {
+
+inline constexpr const char* kOptionName = "gpu-bind-auto";
+// How Slurm passes an option given to sbatch/salloc down to the steps of the job.
+inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpu_bind_auto";
+inline constexpr const char* kUserEnv = "SLURM_GPU_BIND_AUTO";
+
+struct PluginState {
+  SiteArgs site;
+  bool option_given = false;
+  std::string option_value;
+  // slurmstepd: set by user_init, used by every task_init.
+  bool bind = false;  // this step asked for binding
+  UserFlags flags;
+  bool planned = false;  // plan holds the step's plan
+  StepPlan plan;
+  std::string failure;  // why there is no plan
+  std::string host;
+};
+
+PluginState& state();
+
+// The spank_option the plugin registers (one object for the whole process).
+struct spank_option* bind_option();
+
+// Per-context entry points (local.cpp, remote.cpp).
+int local_post_opt(spank_t sp);
+int remote_user_init(spank_t sp);
+int remote_task_init(spank_t sp);
+
+}  // namespace gpubind::spank

@@ -1,0 +1,259 @@
+// slurmstepd: one plan per step and node in user_init (before the tasks fork), applied by each
+// task in task_init (after Slurm's own binding, just before exec).
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "plugin_state.h"
+#include "step_env.h"
+
+extern "C" {
+#include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
+}
+#include "stepd_abi.h"
+
+namespace gpubind::spank {
+namespace {
+
+constexpr const char* kStepdLibName = "libgpubind_stepd.so";
+
+std::optional<std::string> job_env(spank_t sp, const std::string& name) {
+  static char buffer[65536];
+  if (spank_getenv(sp, name.c_str(), buffer, sizeof buffer) != ESPANK_SUCCESS) return std::nullopt;
+  return std::string(buffer);
+}
+
+// --gpu-bind-auto on srun, then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO,
+// then the site default. nullopt: the step did not ask for binding.
+std::optional<std::string> requested_flags(spank_t sp) {
+  char* optarg = nullptr;
+  if (spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
+    return std::string(optarg ? optarg : "");
+  }
+  if (auto from_job = job_env(sp, kOptionEnv)) return from_job;
+  if (auto from_user = job_env(sp, kUserEnv)) return from_user;
+  if (state().site.default_on) return std::string();
+  return std::nullopt;
+}
+
+std::string own_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::string list;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+      ++last;
+    list += (list.empty() ? "" : ",") + std::to_string(cpu);
+    if (last > cpu) list += "-" + std::to_string(last);
+    cpu = last;
+  }
+  return list;
+}
+
+std::string stepd_lib_path() {
+  if (!state().site.stepd_lib.empty()) return state().site.stepd_lib;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&stepd_lib_path), &info) && info.dli_fname) {
+    std::string self = info.dli_fname;
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) return self.substr(0, slash + 1) + kStepdLibName;
+  }
+  return kStepdLibName;
+}
+
+// Loads libgpubind_stepd.so and asks it for the plan: a StepPlan, or why there is none.
+Result<StepPlan> plan_through_library(const StepRequest& request) {
+  const std::string path = stepd_lib_path();
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return make_error(std::string("cannot load ") + path + ": " + dlerror());
+  using VersionFn = int (*)();
+  using PlanFn = int (*)(const char*, char**);
+  using FreeFn = void (*)(char*);
+  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "gpubind_stepd_abi_version"));
+  auto plan = reinterpret_cast<PlanFn>(dlsym(lib, "gpubind_stepd_plan"));
+  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "gpubind_stepd_free"));
+  if (!version || !plan || !release || version() != GPUBIND_STEPD_ABI_VERSION) {
+    return make_error(path + " is not a matching gpubind step library");
+  }
+  char* answer = nullptr;
+  const int rc = plan(encode(request).c_str(), &answer);
+  const std::string text = answer ? answer : "no answer";
+  release(answer);
+  // The library stays loaded: gRPC keeps threads that must not lose their code.
+  if (rc != 0) return make_error(text);
+  return decode_plan(text);
+}
+
+StepRequest build_request(spank_t sp, const UserFlags& flags) {
+  const SiteArgs& site = state().site;
+  StepRequest request;
+  uint32_t job_id = 0, step_id = 0, ntasks = 1;
+  spank_get_item(sp, S_JOB_ID, &job_id);
+  spank_get_item(sp, S_JOB_STEPID, &step_id);
+  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks);
+  request.job_id = job_id;
+  request.step_id = step_id;
+  request.ntasks = static_cast<int>(ntasks);
+  request.allowed_cpus = own_affinity();
+  char* cores = nullptr;
+  if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores) {
+    request.allowed_cores = cores;
+  }
+  const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
+  StepGpus gpus = step_gpus_from_env(env);
+  request.gpus_given = true;  // never "every GPU of the node": the plan stays in the step
+  request.gpus = std::move(gpus.gpus);
+  if (!gpus.warning.empty()) state().plan.warnings.push_back(gpus.warning);
+  request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
+  request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");
+  request.tasks_per_gpu = count_from_env(env, "SLURM_NTASKS_PER_GPU");
+  request.order = flags.order.value_or("");
+  request.smt = flags.smt.value_or(-1);
+  request.no_gpu_env = flags.no_gpu_env;
+  request.no_nic_env = flags.no_nic_env;
+  request.omp = flags.omp;
+  request.socket = site.socket;
+  request.timeout_ms = site.timeout_ms;
+  request.fallback = site.on_error == OnError::kFallback;
+  request.policy = site.policy;
+  return request;
+}
+
+bool is_special_step(uint32_t step_id) {
+  return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_EXTERN_CONT ||
+         step_id == SLURM_INTERACTIVE_STEP;
+}
+
+// Linux memory policy: prefer the task's NUMA node (falls back elsewhere when it is full).
+void prefer_numa_node(int node) {
+  if (node < 0 || node >= 1024) return;
+  constexpr int kMpolPreferred = 1;
+  unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
+  mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+  syscall(SYS_set_mempolicy, kMpolPreferred, mask, 1024UL);
+}
+
+Result<cpu_set_t> parse_cpu_list(const std::string& list) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    const std::string item = list.substr(pos, end - pos);
+    int first = -1, last = -1;
+    if (std::sscanf(item.c_str(), "%d-%d", &first, &last) == 1) last = first;
+    if (first < 0 || last < first || last >= CPU_SETSIZE) {
+      return make_error("bad CPU list '" + list + "'");
+    }
+    for (int cpu = first; cpu <= last; ++cpu)
+      CPU_SET(cpu, &set);
+    pos = end + 1;
+  }
+  return set;
+}
+
+// Says `message` once per node (from local task 0), on the task's stderr.
+void say_once(int local_id, const std::string& message) {
+  if (local_id == 0) std::fprintf(stderr, "gpubind: %s\n", message.c_str());
+}
+
+}  // namespace
+
+int remote_user_init(spank_t sp) {
+  PluginState& s = state();
+  uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || is_special_step(step_id)) {
+    return 0;
+  }
+  const auto flags_text = requested_flags(sp);
+  if (!flags_text) return 0;
+  s.bind = true;
+  auto flags = parse_user_flags(*flags_text);
+  if (!flags) {
+    s.failure = "--" + std::string(kOptionName) + ": " + flags.error().message;
+    return 0;
+  }
+  if (flags->off) {
+    s.bind = false;
+    return 0;
+  }
+  s.flags = *flags;
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  s.host = host;
+  const std::vector<std::string> early_warnings = s.plan.warnings;
+  auto plan = plan_through_library(build_request(sp, s.flags));
+  if (!plan) {
+    s.failure = plan.error().message;
+    return 0;
+  }
+  s.plan = std::move(*plan);
+  s.plan.warnings.insert(s.plan.warnings.begin(), early_warnings.begin(), early_warnings.end());
+  s.planned = true;
+  return 0;
+}
+
+int remote_task_init(spank_t sp) {
+  const PluginState& s = state();
+  if (!s.bind) return 0;
+  int local_id = 0;
+  uint32_t global_id = 0;
+  spank_get_item(sp, S_TASK_ID, &local_id);
+  spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id);
+  if (!s.planned) {
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u: %s", global_id, s.failure.c_str());
+      return -1;
+    }
+    say_once(local_id, s.failure + "; Slurm's binding is kept");
+    return 0;
+  }
+  if (local_id < 0 || local_id >= static_cast<int>(s.plan.tasks.size())) {
+    say_once(local_id, "no plan for local task " + std::to_string(local_id));
+    return 0;
+  }
+  const TaskBinding& task = s.plan.tasks[local_id];
+  for (const std::string& warning : s.plan.warnings)
+    say_once(local_id, "warning: " + warning);
+  if (s.flags.verbose || s.flags.dry_run) {
+    const std::string line = describe_binding(s.host, global_id, task, s.plan.source) +
+                             (s.flags.dry_run ? " (dry run: not applied)" : "");
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  if (s.flags.dry_run) return 0;
+
+  auto cpus = parse_cpu_list(task.cpus);
+  if (!cpus || sched_setaffinity(0, sizeof *cpus, &*cpus) != 0) {
+    const std::string why = !cpus ? cpus.error().message : std::strerror(errno);
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u to CPUs %s: %s", global_id, task.cpus.c_str(),
+                  why.c_str());
+      return -1;
+    }
+    std::fprintf(stderr, "gpubind: task %u: cannot bind to CPUs %s (%s); Slurm's binding is kept\n",
+                 global_id, task.cpus.c_str(), why.c_str());
+    return 0;
+  }
+  prefer_numa_node(task.numa);
+  for (const TaskEnv& var : task.env) {
+    spank_setenv(sp, var.name.c_str(), var.value.c_str(), var.only_if_unset ? 0 : 1);
+  }
+  if (!s.flags.no_gpu_env) {
+    const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
+    for (const VisibilityUpdate& update : other_visibility_vars(env, task)) {
+      spank_setenv(sp, update.name.c_str(), update.value.c_str(), 1);
+    }
+  }
+  return 0;
+}
+
+}  // namespace gpubind::spank

@@ -1,0 +1,128 @@
+#include "step_env.h"
+
+#include <charconv>
+
+namespace gpubind::spank {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::optional<int> to_index(const std::string& text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+StepGpus step_gpus_from_env(const EnvLookup& env) {
+  StepGpus out;
+  std::optional<std::string> indices = env("SLURM_STEP_GPUS");
+  if (!indices) indices = env("SLURM_JOB_GPUS");
+  std::optional<std::string> tokens;
+  std::string token_var;
+  for (const char* var :
+       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"}) {
+    if ((tokens = env(var))) {
+      token_var = var;
+      break;
+    }
+  }
+  const std::vector<std::string> index_list =
+      indices ? split_list(*indices) : std::vector<std::string>{};
+  const std::vector<std::string> token_list =
+      tokens ? split_list(*tokens) : std::vector<std::string>{};
+  if (!index_list.empty()) {
+    const bool tokens_match = token_list.size() == index_list.size();
+    if (tokens && !tokens_match) {
+      out.warning = token_var + "=" + *tokens + " does not match SLURM_STEP_GPUS=" + *indices +
+                    "; using the indices as tokens";
+    }
+    for (size_t i = 0; i < index_list.size(); ++i) {
+      const auto index = to_index(index_list[i]);
+      if (!index) {
+        out.gpus.clear();
+        out.warning = "cannot read GPU index '" + index_list[i] +
+                      "' in SLURM_STEP_GPUS=" + *indices + "; binding without GPUs";
+        return out;
+      }
+      out.gpus.emplace_back(*index, tokens_match ? token_list[i] : index_list[i]);
+    }
+    return out;
+  }
+  // No Slurm GPU indices: a numeric visibility list is the node's numbering.
+  for (const std::string& token : token_list) {
+    const auto index = to_index(token);
+    if (!index) {
+      out.gpus.clear();
+      out.warning = "cannot map " + token_var + "=" + *tokens +
+                    " to the node's GPUs without SLURM_STEP_GPUS; binding without GPUs";
+      return out;
+    }
+    out.gpus.emplace_back(*index, token);
+  }
+  return out;
+}
+
+int count_from_env(const EnvLookup& env, const std::string& name) {
+  const auto value = env(name);
+  if (!value) return 0;
+  // "a100:2" counts 2; "2" counts 2.
+  const size_t colon = value->rfind(':');
+  const auto number = to_index(colon == std::string::npos ? *value : value->substr(colon + 1));
+  return number.value_or(0);
+}
+
+std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
+                                                    const TaskBinding& task) {
+  static const char* const kVariables[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                           "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
+                                           "GPU_DEVICE_ORDINAL"};
+  const std::string primary = task.vendor == "amd"      ? "ROCR_VISIBLE_DEVICES"
+                              : task.vendor == "intel"  ? "ZE_AFFINITY_MASK"
+                              : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
+                                                        : "";
+  std::string from_zero;
+  for (int i = 0; i < task.ngpus; ++i)
+    from_zero += (i ? "," : "") + std::to_string(i);
+  std::vector<VisibilityUpdate> updates;
+  if (primary.empty() || task.ngpus == 0) return updates;
+  for (const char* name : kVariables) {
+    if (name == primary || !step_env(name)) continue;
+    const bool applied_after_primary =
+        task.vendor == "amd" && std::string(name) != "ZE_AFFINITY_MASK";
+    updates.push_back({name, applied_after_primary ? from_zero : task.tokens});
+  }
+  return updates;
+}
+
+std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
+                             const std::string& source) {
+  std::string line = "gpubind: " + host + " rank " + std::to_string(global_rank) + " (local " +
+                     std::to_string(task.rank) + "): cpus " + task.cpus;
+  std::string where;
+  if (task.l3 >= 0) where += "L3 " + std::to_string(task.l3);
+  if (task.numa >= 0)
+    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa);
+  if (!where.empty()) line += " (" + where + ")";
+  line += ", GPU " + (task.gpus.empty() ? std::string("-") : task.gpus);
+  line += ", NIC " + (task.nic.empty() ? std::string("-") : task.nic);
+  line += " [" + source + "]";
+  return line;
+}
+
+}  // namespace gpubind::spank

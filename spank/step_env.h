@@ -1,0 +1,46 @@
+// Reading a step's GPUs and shape from its environment, and what a task's binding looks like to
+// the user. Pure functions over an environment lookup, so they are tested without Slurm.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "step_text.h"
+
+namespace gpubind::spank {
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+struct StepGpus {
+  std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
+  std::string warning;                            // set when the env could not be read fully
+};
+
+// The step's GPUs: node indices from SLURM_STEP_GPUS (or SLURM_JOB_GPUS), tokens from the
+// visibility variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK or
+// GPU_DEVICE_ORDINAL), position by position. No GPU information means a step without GPUs.
+StepGpus step_gpus_from_env(const EnvLookup& env);
+
+// The count in SLURM_GPUS_PER_TASK ("2" or "a100:2"), SLURM_NTASKS_PER_GPU, SLURM_CPUS_PER_TASK;
+// 0 when unset or unreadable.
+int count_from_env(const EnvLookup& env, const std::string& name);
+
+// The GPU visibility variables Slurm may set for a step, other than the one the plan sets, and
+// what each must become so that all of them select the task's own GPUs: the runtime of `vendor`
+// applies some after the primary one (HIP reads CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
+// GPU_DEVICE_ORDINAL after ROCR_VISIBLE_DEVICES), so those count from 0 ("0,1"); the others are
+// read on their own and get the task's tokens.
+struct VisibilityUpdate {
+  std::string name;
+  std::string value;
+};
+std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
+                                                    const TaskBinding& task);
+
+// One line of the verbose table.
+std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
+                             const std::string& source);
+
+}  // namespace gpubind::spank

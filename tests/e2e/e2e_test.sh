@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# srun --gpu-bind-auto on a real Slurm cluster (tests/e2e/slurm-cluster): affinity and env per
+# task, two nodes, sbatch propagation, site default, off, dry-run, verbose, bad flags, and the
+# daemon stopped (fallback, skip, fail) — with no node left drained.
+# Usage: e2e_test.sh BUILD_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/slurm-cluster
+check=$build/bin/gpubind-check
+
+if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 0; fi
+for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
+  command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 0; }
+done
+
+dir=$(mktemp -d /tmp/gpubind-e2e-XXXXXX)
+cleanup() { "$cluster" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"; }
+trap cleanup EXIT
+eval "$("$cluster" start "$dir" --nodes 2 --build "$build")" || { echo "cluster did not start"; exit 1; }
+ncpus=$(nproc)
+
+passed=0
+failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+
+# run NAME CMD...: runs with a 60 s limit; sets $out (stdout+stderr) and $rc.
+run() {
+  out=$(timeout 60 "$@" 2>&1)
+  rc=$?
+}
+field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
+lines_with() { grep -c -- "$1" <<<"$out" || true; }
+
+# check_tasks NAME NTASKS [nogpu]: every JSON line of gpubind-check in $out is bound, owns CPUs
+# disjoint from the other tasks of its node while tasks fit the cores, and (unless nogpu) sees one
+# distinct GPU from its step, with CUDA_VISIBLE_DEVICES renumbered for HIP.
+check_tasks() {
+  local name=$1 want=$2 gpus=${3:-gpu} json nodes node tasks cpus seen_cpus seen_gpus problems=()
+  json=$(grep '^{' <<<"$out")
+  [[ $(grep -c . <<<"$json") -eq $want ]] || problems+=("expected $want task lines")
+  grep -q '"GPUBIND_BOUND":"1"' <<<"$json" || problems+=("not bound")
+  [[ $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq $want ]] || problems+=("not every task bound")
+  nodes=$(sed -nE 's/.*"node":"([^"]*)".*/\1/p' <<<"$json" | sort -u)
+  for node in $nodes; do
+    tasks=$(grep "\"node\":\"$node\"" <<<"$json")
+    seen_cpus=""
+    seen_gpus=""
+    while read -r line; do
+      cpus=$(field cpus "$line")
+      [[ -n "$cpus" ]] || problems+=("empty CPU set")
+      seen_cpus+="$cpus "
+      [[ $gpus == nogpu ]] && continue
+      seen_gpus+="$(field ROCR_VISIBLE_DEVICES "$line") "
+      [[ -n "$(field ROCR_VISIBLE_DEVICES "$line")" ]] || problems+=("no ROCR_VISIBLE_DEVICES: $line")
+      [[ "$(field CUDA_VISIBLE_DEVICES "$line")" == "0" ]] || problems+=("CUDA_VISIBLE_DEVICES not renumbered: $line")
+    done <<<"$tasks"
+    local count
+    count=$(grep -c . <<<"$tasks")
+    if ((count <= ncpus)); then
+      [[ $(tr ' ' '\n' <<<"$seen_cpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+        problems+=("tasks of $node share CPUs: $seen_cpus")
+    fi
+    [[ $(tr ' ' '\n' <<<"$seen_gpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+      problems+=("tasks of $node share GPUs: $seen_gpus")
+  done
+  if ((${#problems[@]} == 0)); then ok "$name"; else bad "$name" "${problems[@]}" "$out"; fi
+}
+
+# --- binding per task ----------------------------------------------------------------------------
+run srun -N1 -n1 --gpus=1 --gpu-bind-auto "$check" --json
+check_tasks "-n1 bound" 1
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+check_tasks "-n2 bound, disjoint CPUs, one GPU each" 2
+if ((ncpus >= 4)); then
+  run srun -N1 -n4 --gpus=4 --gpu-bind-auto "$check" --json
+  check_tasks "-n4 bound, one GPU each" 4
+else
+  # Slurm will not overcommit a step that asks for GPUs: 4 tasks on this machine go without.
+  run srun -N1 -n4 -O --gpu-bind-auto "$check" --json
+  check_tasks "-n4 on $ncpus CPUs (overcommitted, no GPUs) bound" 4 nogpu
+  [[ "$out" == *"share cores"* && "$out" != *ROCR_VISIBLE_DEVICES* ]] &&
+    ok "-n4 on $ncpus CPUs warns that cores are shared, sets no GPU" || bad "-n4 share warning" "$out"
+fi
+run srun -N2 -n4 --gpus-per-node=2 --gpu-bind-auto "$check" --json
+check_tasks "-N2 -n4 bound on both nodes" 4
+[[ $(grep -c '"node":"n1"' <<<"$out") -eq 2 && $(grep -c '"node":"n2"' <<<"$out") -eq 2 ]] &&
+  ok "-N2 spreads 2 tasks per node" || bad "-N2 layout" "$out"
+
+# The affinity the task has is the one gpubind planned (verbose line vs the kernel's view).
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
+planned=$(sed -nE 's/^gpubind: .* rank ([0-9]+) \(local [0-9]+\): cpus ([0-9,-]+) .*/\1 \2/p' <<<"$out" | sort)
+actual=$(grep '^{' <<<"$out" | sed -nE 's/.*"rank":"([0-9]+)".*"cpus":"([^"]*)".*/\1 \2/p' | sort)
+[[ -n "$planned" && "$planned" == "$actual" ]] && ok "verbose table matches the applied affinity" ||
+  bad "verbose vs applied" "planned: $planned" "actual: $actual" "$out"
+[[ "$out" == *"GPU 0 (0000:40:00.0), NIC hsn0 [daemon]"* ]] && ok "verbose shows GPU, bus id, NIC, source" ||
+  bad "verbose format" "$out"
+
+# --- how binding is asked for --------------------------------------------------------------------
+run env SLURM_GPU_BIND_AUTO=verbose srun -N1 -n2 --gpus=2 "$check" --json
+check_tasks "SLURM_GPU_BIND_AUTO binds" 2
+run srun -N1 -n2 --gpus=2 "$check" --json
+[[ "$out" != *GPUBIND_BOUND* ]] && ok "no option, site default off: not bound" || bad "default off" "$out"
+run sbatch --wait -N1 -n2 --gpus=2 --gpu-bind-auto=verbose -o "$dir/batch.out" \
+  --wrap "srun $check --json"
+out=$(cat "$dir/batch.out" 2>/dev/null)
+[[ $rc -eq 0 ]] && check_tasks "#SBATCH --gpu-bind-auto reaches the steps" 2 || bad "sbatch rc $rc" "$out"
+[[ "$out" == *"gpubind: "*"[daemon]"* ]] && ok "#SBATCH flags (verbose) reach the steps" || bad "sbatch verbose" "$out"
+run sbatch --wait -N1 -n1 --gpu-bind-auto -o "$dir/batch2.out" --wrap "$check --json"
+out=$(cat "$dir/batch2.out" 2>/dev/null)
+[[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* ]] && ok "the batch script itself is left alone" || bad "batch step" "$out"
+
+"$cluster" plugstack "$dir" default=on timeout_ms=1000
+run srun -N1 -n2 --gpus=2 "$check" --json
+check_tasks "plugstack default=on binds every job" 2
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=off "$check" --json
+[[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* ]] && ok "--gpu-bind-auto=off opts out of default=on" || bad "off" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=dry-run "$check" --json
+[[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* && $(lines_with "(dry run: not applied)") -eq 2 ]] &&
+  ok "dry-run prints the plan and applies nothing" || bad "dry-run" "$out"
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=order=cpu,no-nic-env,omp "$check" --json
+[[ $rc -eq 0 && "$out" != *NCCL_SOCKET_IFNAME* && "$out" == *'"OMP_PLACES":"cores"'* ]] &&
+  ok "flags no-nic-env and omp act" || bad "flags" "$out"
+
+# --- bad flags fail at once, naming the flag -----------------------------------------------------
+run srun -N1 -n1 --gpu-bind-auto=bogus true
+[[ $rc -ne 0 && "$out" == *"unknown flag 'bogus'"* ]] && ok "srun: bad flag fails, names it" || bad "bad flag rc=$rc" "$out"
+run srun -N1 -n1 --gpu-bind-auto=off,verbose true
+[[ $rc -ne 0 && "$out" == *"contradicts"* ]] && ok "srun: contradictory flags fail" || bad "contradiction rc=$rc" "$out"
+run sbatch --gpu-bind-auto=order=sideways --wrap true
+[[ $rc -ne 0 && "$out" == *"order=sideways"* ]] && ok "sbatch: bad flag fails, names it" || bad "sbatch bad flag rc=$rc" "$out"
+run env SLURM_GPU_BIND_AUTO=smt=x srun -N1 -n1 true
+[[ $rc -ne 0 && "$out" == *"SLURM_GPU_BIND_AUTO=smt=x"* ]] && ok "bad SLURM_GPU_BIND_AUTO fails, names it" || bad "bad env rc=$rc" "$out"
+run srun -N1 -n1 --gpu-bind-auto=help true
+[[ $rc -eq 0 && "$out" == *"dry-run"* ]] && ok "help prints the flags" || bad "help rc=$rc" "$out"
+
+# --- the daemon stopped: never hang; fallback binds, skip keeps Slurm's binding, fail fails ------
+"$cluster" daemon stop "$dir"
+start=$SECONDS
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+elapsed=$((SECONDS - start))
+check_tasks "daemon stopped: fallback still binds" 2
+[[ "$out" == *"planned in-process"* ]] && ok "fallback says so, once" || bad "fallback message" "$out"
+((elapsed < 10)) && ok "fallback within the deadline (${elapsed}s)" || bad "fallback took ${elapsed}s"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=skip
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+[[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* && "$out" == *"Slurm's binding is kept"* ]] &&
+  ok "on_error=skip: job runs with Slurm's binding and a warning" || bad "skip rc=$rc" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fail
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+[[ $rc -ne 0 && "$out" == *"cannot bind task"* && "$out" != *GPUBIND_BOUND* ]] &&
+  ok "on_error=fail: tasks fail with a clear message" || bad "fail rc=$rc" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+"$cluster" daemon start "$dir"
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
+[[ "$out" == *"[daemon]"* ]] && ok "daemon back: plans come from it again" || bad "daemon back" "$out"
+
+# --- nothing left behind -------------------------------------------------------------------------
+states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
+[[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

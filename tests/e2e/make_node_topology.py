@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Write an hwloc XML of THIS machine's CPUs plus fake GPUs and NICs.
+
+The end-to-end tests run a real Slurm cluster on the test machine, so task affinity must use
+CPUs that exist; the GPUs and NICs are fakes (AMD MI250X GCDs with rsmiN devices, Slingshot
+hsnN NICs), spread over the packages and placed under each package's L3.
+
+Usage: make_node_topology.py OUTPUT.xml [--gpus N] [--nics N] [--hostname NAME]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import generate as g  # noqa: E402
+
+
+def live_packages():
+    """[(vendor, model, [[pu, ...] per core])] for each package of this machine."""
+    xml = subprocess.run(["lstopo-no-graphics", "--of", "xml", "--no-io"], check=True,
+                         capture_output=True, text=True).stdout
+    root = ET.fromstring(xml)
+
+    def objects(node, type_):
+        return [o for o in node.iter("object") if o.get("type") == type_]
+
+    def info(node, name):
+        for i in node.findall("info"):
+            if i.get("name") == name:
+                return i.get("value")
+        return ""
+
+    packages = objects(root, "Package") or [root.find("object")]
+    result = []
+    for package in packages:
+        cores = objects(package, "Core")
+        if cores:
+            core_pus = [[int(pu.get("os_index")) for pu in objects(c, "PU")] for c in cores]
+        else:
+            core_pus = [[int(pu.get("os_index"))] for pu in objects(package, "PU")]
+        result.append((info(package, "CPUVendor") or "unknown", info(package, "CPUModel") or "cpu",
+                       core_pus))
+    return result
+
+
+def build(gpus, nics, hostname):
+    packages = live_packages()
+    objs = []
+    gpu_of_package = [[] for _ in packages]
+    for gpu in range(gpus):
+        gpu_of_package[gpu % len(packages)].append(gpu)
+    nic_of_package = [[] for _ in packages]
+    for nic in range(nics):
+        nic_of_package[nic % len(packages)].append(nic)
+    for p, (vendor, model, core_pus) in enumerate(packages):
+        cores = [g.Obj("Core", i, children=[g.Obj("PU", pu) for pu in pus])
+                 for i, pus in enumerate(core_pus)]
+        endpoints = [g.slingshot(p, 0x10 + n, n) for n in nic_of_package[p]]
+        endpoints += [g.pcidev(g.busid(p, 0x40 + gpu), g.MI250X, g.link(4, 16),
+                               [g.rsmi(gpu, "AMD Instinct MI250X (fake)")])
+                      for gpu in gpu_of_package[p]]
+        l3 = g.l3cache(p, 32 * g.MiB, cores)
+        if endpoints:
+            l3.add(g.root_complex(p, 0x0f, endpoints))
+        objs.append(g.package(p, vendor, model, [g.numanode(p, 4 * g.GiB), l3]))
+    return g.machine(hostname, "gpubind e2e node", objs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output")
+    parser.add_argument("--gpus", type=int, default=4)
+    parser.add_argument("--nics", type=int, default=2)
+    parser.add_argument("--hostname", default=os.uname().nodename)
+    args = parser.parse_args()
+    text = g.render(build(args.gpus, args.nics, args.hostname))
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+// The plugin's pure parts: user flags, plugstack arguments, the step text protocol, reading the
+// step's GPUs from its environment, and the visibility variables a task ends up with.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "options.h"
+#include "step_env.h"
+#include "step_text.h"
+
+namespace gpubind::spank {
+namespace {
+
+::testing::AssertionResult refused(const std::string& flags, const std::string& why) {
+  auto parsed = parse_user_flags(flags);
+  if (parsed) return ::testing::AssertionFailure() << "'" << flags << "' was accepted";
+  if (parsed.error().message.find(why) == std::string::npos) {
+    return ::testing::AssertionFailure()
+           << "'" << parsed.error().message << "' lacks '" << why << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(UserFlags, BareOptionAndSlurmsNullMeanOnWithDefaults) {
+  for (const char* text : {"", "(null)"}) {
+    auto flags = parse_user_flags(text);
+    ASSERT_TRUE(flags) << text;
+    EXPECT_FALSE(flags->off || flags->verbose || flags->dry_run || flags->omp);
+    EXPECT_FALSE(flags->order);
+    EXPECT_FALSE(flags->smt);
+  }
+}
+
+TEST(UserFlags, EveryFlag) {
+  auto flags = parse_user_flags("verbose,dry-run,order=cpu,smt=1,no-gpu-env,no-nic-env,omp");
+  ASSERT_TRUE(flags) << flags.error().message;
+  EXPECT_TRUE(flags->verbose && flags->dry_run && flags->no_gpu_env && flags->no_nic_env &&
+              flags->omp);
+  EXPECT_EQ(flags->order, "cpu");
+  EXPECT_EQ(flags->smt, 1);
+  EXPECT_TRUE(parse_user_flags("off")->off);
+  EXPECT_TRUE(parse_user_flags("help")->help);
+  EXPECT_TRUE(parse_user_flags("order=gpu,order=gpu")) << "repeating a flag is not a contradiction";
+}
+
+TEST(UserFlags, BadFlagsAreNamed) {
+  EXPECT_TRUE(refused("bogus", "unknown flag 'bogus'"));
+  EXPECT_TRUE(refused("verbose,,omp", "empty flag"));
+  EXPECT_TRUE(refused("order=sideways", "flag 'order' takes gpu or cpu (got 'order=sideways')"));
+  EXPECT_TRUE(refused("order", "flag 'order' takes gpu or cpu"));
+  EXPECT_TRUE(refused("smt", "flag 'smt' needs a value"));
+  EXPECT_TRUE(refused("smt=x", "flag 'smt': expected a whole number from 0 to 64, got 'x'"));
+  EXPECT_TRUE(refused("smt=65", "from 0 to 64"));
+  EXPECT_TRUE(refused("verbose=1", "flag 'verbose' takes no value"));
+  EXPECT_TRUE(refused("off,verbose", "flag 'off' contradicts"));
+  EXPECT_TRUE(refused("order=gpu,order=cpu", "contradict"));
+  EXPECT_TRUE(refused("smt=1,smt=2", "contradict"));
+}
+
+TEST(SiteArgs, DefaultsAndEveryArgument) {
+  auto defaults = parse_site_args({});
+  ASSERT_TRUE(defaults);
+  EXPECT_FALSE(defaults->default_on);
+  EXPECT_EQ(defaults->socket, "/run/gpubind/gpubind.sock");
+  EXPECT_EQ(defaults->timeout_ms, 1000);
+  EXPECT_EQ(defaults->on_error, OnError::kFallback);
+  auto all = parse_site_args({"default=on", "socket=/tmp/x.sock", "timeout_ms=250", "on_error=fail",
+                              "policy=/etc/gpubind/policy.conf", "stepd_lib=/opt/lib.so"});
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_TRUE(all->default_on);
+  EXPECT_EQ(all->socket, "/tmp/x.sock");
+  EXPECT_EQ(all->timeout_ms, 250);
+  EXPECT_EQ(all->on_error, OnError::kFail);
+  EXPECT_EQ(all->policy, "/etc/gpubind/policy.conf");
+  EXPECT_EQ(all->stepd_lib, "/opt/lib.so");
+}
+
+TEST(SiteArgs, BadArgumentsAreNamed) {
+  auto expect = [](std::vector<std::string> args, const std::string& why) {
+    auto parsed = parse_site_args(args);
+    ASSERT_FALSE(parsed) << why;
+    EXPECT_NE(parsed.error().message.find(why), std::string::npos) << parsed.error().message;
+  };
+  expect({"default=maybe"}, "'default' takes on or off");
+  expect({"socket=relative.sock"}, "'socket' needs an absolute path");
+  expect({"timeout_ms=0"}, "'timeout_ms'");
+  expect({"on_error=ignore"}, "'on_error' takes fallback, skip or fail");
+  expect({"colour=blue"}, "unknown plugstack argument 'colour'");
+  expect({"verbose"}, "'verbose' is not key=value");
+}
+
+TEST(StepText, RequestRoundTrips) {
+  StepRequest r;
+  r.job_id = 42;
+  r.step_id = 3;
+  r.ntasks = 8;
+  r.allowed_cpus = "0-63";
+  r.allowed_cores = "0-7";
+  r.gpus_given = true;
+  r.gpus = {{4, "0"}, {5, "GPU-1"}};
+  r.cpus_per_task = 7;
+  r.order = "cpu";
+  r.smt = 1;
+  r.no_nic_env = true;
+  r.socket = "/run/gpubind/gpubind.sock";
+  r.timeout_ms = 250;
+  r.fallback = false;
+  r.policy = "/etc/gpubind/policy.conf";
+  auto back = decode_request(encode(r));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(encode(*back), encode(r));
+  EXPECT_EQ(back->gpus[1].second, "GPU-1");
+  EXPECT_FALSE(back->fallback);
+}
+
+TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
+  StepPlan plan;
+  plan.source = "daemon";
+  plan.warnings = {"first", "second\nline"};
+  TaskBinding t;
+  t.rank = 1;
+  t.cpus = "57-63";
+  t.numa = 3;
+  t.l3 = 7;
+  t.gpus = "1 (0000:c6:00.0)";
+  t.ngpus = 1;
+  t.tokens = "1";
+  t.vendor = "amd";
+  t.nic = "hsn0";
+  t.env = {{"ROCR_VISIBLE_DEVICES", "1", false},
+           {"OMP_NUM_THREADS", "7", true},
+           {"MPICH_OFI_NIC_MAPPING", "0:0-1; 1:2-3", false}};
+  plan.tasks = {t};
+  auto back = decode_plan(encode(plan));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(encode(*back), encode(plan));
+  EXPECT_EQ(back->warnings[1], "second line") << "values stay on one line";
+  EXPECT_TRUE(back->tasks[0].env[1].only_if_unset);
+  EXPECT_EQ(back->tasks[0].env[2].value, "0:0-1; 1:2-3");
+  EXPECT_FALSE(decode_plan("cpus=1\n")) << "fields before a task";
+  EXPECT_FALSE(decode_plan("task=x\n"));
+  EXPECT_FALSE(decode_plan("source=daemon\nbogus=1\n"));
+  EXPECT_FALSE(decode_request("ntasks=eight\n"));
+  EXPECT_FALSE(decode_request("gpu=zero:0\n"));
+}
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(StepEnv, GpusFromSlurmIndicesAndTokens) {
+  auto step =
+      step_gpus_from_env(env_of({{"SLURM_STEP_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  ASSERT_EQ(step.gpus.size(), 2u);
+  EXPECT_EQ(step.gpus[0], (std::pair<int, std::string>{4, "0"})) << "cgroup-renumbered tokens";
+  EXPECT_EQ(step.gpus[1], (std::pair<int, std::string>{5, "1"}));
+  EXPECT_TRUE(step.warning.empty());
+
+  auto batch = step_gpus_from_env(env_of({{"SLURM_JOB_GPUS", "2"}, {"ROCR_VISIBLE_DEVICES", "2"}}));
+  ASSERT_EQ(batch.gpus.size(), 1u);
+  EXPECT_EQ(batch.gpus[0].first, 2);
+
+  auto mismatch =
+      step_gpus_from_env(env_of({{"SLURM_STEP_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0"}}));
+  ASSERT_EQ(mismatch.gpus.size(), 2u);
+  EXPECT_EQ(mismatch.gpus[1].second, "1") << "indices used as tokens";
+  EXPECT_NE(mismatch.warning.find("does not match"), std::string::npos);
+
+  auto tokens_only = step_gpus_from_env(env_of({{"ROCR_VISIBLE_DEVICES", "3,6"}}));
+  ASSERT_EQ(tokens_only.gpus.size(), 2u);
+  EXPECT_EQ(tokens_only.gpus[1].first, 6);
+
+  auto uuids = step_gpus_from_env(env_of({{"CUDA_VISIBLE_DEVICES", "GPU-abc"}}));
+  EXPECT_TRUE(uuids.gpus.empty()) << "unmappable: bind without GPUs rather than guess";
+  EXPECT_NE(uuids.warning.find("without SLURM_STEP_GPUS"), std::string::npos);
+
+  EXPECT_TRUE(step_gpus_from_env(env_of({})).gpus.empty()) << "a step without GPUs";
+}
+
+TEST(StepEnv, Counts) {
+  auto env = env_of({{"SLURM_GPUS_PER_TASK", "a100:2"},
+                     {"SLURM_CPUS_PER_TASK", "7"},
+                     {"SLURM_NTASKS_PER_GPU", "x"}});
+  EXPECT_EQ(count_from_env(env, "SLURM_GPUS_PER_TASK"), 2);
+  EXPECT_EQ(count_from_env(env, "SLURM_CPUS_PER_TASK"), 7);
+  EXPECT_EQ(count_from_env(env, "SLURM_NTASKS_PER_GPU"), 0);
+  EXPECT_EQ(count_from_env(env, "UNSET"), 0);
+}
+
+TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
+  TaskBinding amd;
+  amd.vendor = "amd";
+  amd.ngpus = 2;
+  amd.tokens = "2,3";
+  auto step = env_of({{"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
+                      {"GPU_DEVICE_ORDINAL", "0,1,2,3"},
+                      {"ZE_AFFINITY_MASK", "0,1,2,3"},
+                      {"ROCR_VISIBLE_DEVICES", "0,1,2,3"}});
+  std::map<std::string, std::string> got;
+  for (const auto& update : other_visibility_vars(step, amd))
+    got[update.name] = update.value;
+  EXPECT_EQ(got["CUDA_VISIBLE_DEVICES"], "0,1") << "HIP applies it after ROCR";
+  EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "0,1");
+  EXPECT_EQ(got["ZE_AFFINITY_MASK"], "2,3") << "read on its own";
+  EXPECT_EQ(got.count("ROCR_VISIBLE_DEVICES"), 0u) << "the plan sets the primary itself";
+  EXPECT_EQ(got.count("HIP_VISIBLE_DEVICES"), 0u) << "only variables the step has";
+
+  TaskBinding nvidia;
+  nvidia.vendor = "nvidia";
+  nvidia.ngpus = 1;
+  nvidia.tokens = "3";
+  got.clear();
+  for (const auto& update : other_visibility_vars(step, nvidia))
+    got[update.name] = update.value;
+  EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "3");
+  EXPECT_EQ(got["ROCR_VISIBLE_DEVICES"], "3");
+  EXPECT_EQ(got.count("CUDA_VISIBLE_DEVICES"), 0u);
+
+  TaskBinding none;
+  EXPECT_TRUE(other_visibility_vars(step, none).empty());
+}
+
+TEST(StepEnv, VerboseLine) {
+  TaskBinding t;
+  t.rank = 1;
+  t.cpus = "57-63";
+  t.l3 = 7;
+  t.numa = 3;
+  t.gpus = "1 (0000:c6:00.0)";
+  t.nic = "hsn0";
+  EXPECT_EQ(describe_binding("nid001", 9, t, "daemon"),
+            "gpubind: nid001 rank 9 (local 1): cpus 57-63 (L3 7, NUMA 3), GPU 1 (0000:c6:00.0), "
+            "NIC hsn0 [daemon]");
+  TaskBinding bare;
+  bare.cpus = "0";
+  EXPECT_EQ(describe_binding("h", 0, bare, "fallback"),
+            "gpubind: h rank 0 (local 0): cpus 0, GPU -, NIC - [fallback]");
+}
+
+}  // namespace
+}  // namespace gpubind::spank
