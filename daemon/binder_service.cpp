@@ -45,48 +45,56 @@ void BinderService::set_reload_error(const std::string& error) {
   reload_error_ = error;
 }
 
-grpc::Status BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
+Status BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
   ++errors_;
   log::debug("refused plan for job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + why);
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+  Error error = make_error(why);
+  error.invalid_input = true;
+  return error;
 }
 
-grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
-                                 v1::PlanResponse* response) {
+Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& response) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
   const StatePtr state = this->state();
-  auto finish = [&] {
+  auto finish = [&]() -> Status {
     ++requests_;
     latencies_.add(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
             .count());
-    return grpc::Status::OK;
+    return Ok{};
   };
   std::string key;
-  if (!request->bypass_cache()) {
-    key = PlanCache::key_of(state->policy_generation, *request);
+  if (!request.bypass_cache()) {
+    key = PlanCache::key_of(state->policy_generation, request);
     if (PlanCache::Entry hit = cache_.find(key)) {
-      *response = *hit;
-      response->set_cached(true);
+      response = *hit;
+      response.set_cached(true);
       ++cache_hits_;
       return finish();
     }
   }
-  auto planner_request = api::request_from_proto(*request);
-  if (!planner_request) return refuse(planner_request.error().message, *request);
+  auto planner_request = api::request_from_proto(request);
+  if (!planner_request) return refuse(planner_request.error().message, request);
   auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
-  if (!plan) return refuse(plan.error().message, *request);
-  api::plan_to_proto(*plan, *response);
-  response->set_policy_generation(state->policy_generation);
-  response->set_topology_generation(state->topology_generation);
-  response->set_hostname(state->node.topology.hostname);
-  if (!request->bypass_cache()) cache_.insert(key, std::make_shared<v1::PlanResponse>(*response));
-  log::debug("planned job " + std::to_string(request->job_id()) + " step " +
-             std::to_string(request->step_id()) + ": " + std::to_string(request->ntasks()) +
+  if (!plan) return refuse(plan.error().message, request);
+  api::plan_to_proto(*plan, response);
+  response.set_policy_generation(state->policy_generation);
+  response.set_topology_generation(state->topology_generation);
+  response.set_hostname(state->node.topology.hostname);
+  if (!request.bypass_cache()) cache_.insert(key, std::make_shared<v1::PlanResponse>(response));
+  log::debug("planned job " + std::to_string(request.job_id()) + " step " +
+             std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
              " tasks");
   return finish();
+}
+
+grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
+                                 v1::PlanResponse* response) {
+  const Status status = answer(*request, *response);
+  if (status) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, status.error().message);
 }
 
 grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,

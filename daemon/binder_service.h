@@ -26,6 +26,9 @@ class BinderService final : public v1::Binder::Service {
   // Calls being answered right now (to drain them before shutdown).
   int in_flight() const { return in_flight_; }
 
+  // A Plan call, whichever protocol it came by: cache, planner, stats. Errors are the request's.
+  Status answer(const v1::PlanRequest& request, v1::PlanResponse& response);
+
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;
   grpc::Status GetTopology(grpc::ServerContext* context, const v1::GetTopologyRequest* request,
@@ -34,7 +37,7 @@ class BinderService final : public v1::Binder::Service {
                          v1::GetStatusResponse* response) override;
 
  private:
-  grpc::Status refuse(const std::string& why, const v1::PlanRequest& request);
+  Status refuse(const std::string& why, const v1::PlanRequest& request);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;

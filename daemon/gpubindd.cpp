@@ -18,6 +18,7 @@
 
 #include "binder_service.h"
 #include "cli_args.h"
+#include "compact_server.h"
 #include "daemon_state.h"
 #include "gpubind/planner.h"
 #include "listener.h"
@@ -260,7 +261,8 @@ int serve(const Options& options) {
     return 1;
   }
   Acceptor acceptor;
-  if (auto status = acceptor.start(listen_fd, server.get()); !status) {
+  auto compact = [&service](int fd) { serve_compact_connection(fd, service); };
+  if (auto status = acceptor.start(listen_fd, server.get(), compact); !status) {
     log::error("cannot start: " + status.error().message);
     return 1;
   }

@@ -5,10 +5,14 @@
 
 #include <sys/types.h>
 
-#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpubind/result.h"
 
@@ -31,22 +35,39 @@ Result<int> open_listener(const SocketOptions& options);
 // Checks that an inherited fd (socket activation) is a listening Unix stream socket.
 Status check_inherited_listener(int fd);
 
+// Accepts connections and routes each by its first bytes: the compact plan protocol's magic
+// goes to `compact` (run on one of a few workers), anything else (gRPC's HTTP/2 preface) to the
+// gRPC server.
 class Acceptor {
  public:
+  using CompactHandler = std::function<void(int fd)>;
+  static constexpr int kWorkers = 4;
+  static constexpr size_t kMaxPending = 256;
+  static constexpr int kClassifyTimeoutMs = 1000;
+
   Acceptor() = default;
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
   ~Acceptor() { stop(); }
 
-  Status start(int listen_fd, grpc::Server* server);
-  void stop();  // stops accepting; established connections stay with the server
+  Status start(int listen_fd, grpc::Server* server, CompactHandler compact);
+  void stop();  // stops accepting; established gRPC connections stay with the server
 
  private:
-  void run();
+  void accept_loop();
+  void worker_loop();
+  void route(int fd);
+
   int listen_fd_ = -1;
   int wake_fd_ = -1;
   grpc::Server* server_ = nullptr;
-  std::thread thread_;
+  CompactHandler compact_;
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<int> pending_;
+  bool stopping_ = false;
 };
 
 }  // namespace gpubind::daemon

@@ -7,11 +7,14 @@
 
 #include "plugin_state.h"
 
+#define GPUBIND_EXPORT __attribute__((visibility("default")))
+
 extern "C" {
-// SPANK_PLUGIN defines these; declared extern "C" first so C++ gives them external linkage.
-extern const char plugin_name[];
-extern const char plugin_type[];
-extern const unsigned int plugin_version;
+// SPANK_PLUGIN defines these; declared extern "C" (and exported) first so C++ gives them
+// external linkage and Slurm finds them.
+extern GPUBIND_EXPORT const char plugin_name[];
+extern GPUBIND_EXPORT const char plugin_type[];
+extern GPUBIND_EXPORT const unsigned int plugin_version;
 SPANK_PLUGIN(gpubind, 1)
 }
 
@@ -70,7 +73,7 @@ using namespace gpubind::spank;
 
 extern "C" {
 
-int slurm_spank_init(spank_t sp, int ac, char** av) {
+GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("init", -1, [&] {
     auto site = parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
@@ -89,7 +92,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
   });
 }
 
-int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+GPUBIND_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   return guarded("init_post_opt", -1, [&] {
     const spank_context_t context = spank_context();
     if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) return local_post_opt(sp);
@@ -99,11 +102,11 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 
 // User errors are reported from task_init: errors here are swallowed by srun and drain the node
 // under sbatch, so this never fails.
-int slurm_spank_user_init(spank_t sp, int, char**) {
+GPUBIND_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {
   return guarded("user_init", 0, [&] { return remote_user_init(sp); });
 }
 
-int slurm_spank_task_init(spank_t sp, int, char**) {
+GPUBIND_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   return guarded("task_init", 0, [&] { return remote_task_init(sp); });
 }
 

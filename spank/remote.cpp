@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "compact_client.h"
 #include "plugin_state.h"
 #include "step_env.h"
 
@@ -69,8 +70,8 @@ std::string stepd_lib_path() {
   return kStepdLibName;
 }
 
-// Loads libgpubind_stepd.so and asks it for the plan: a StepPlan, or why there is none.
-Result<StepPlan> plan_through_library(const StepRequest& request) {
+// Loads libgpubind_stepd.so and plans in-process: a StepPlan, or why there is none.
+Result<StepPlan> plan_in_process(const StepRequest& request) {
   const std::string path = stepd_lib_path();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return make_error(std::string("cannot load ") + path + ": " + dlerror());
@@ -125,6 +126,22 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   request.fallback = site.on_error == OnError::kFallback;
   request.policy = site.policy;
   return request;
+}
+
+// One request to the daemon; when it cannot answer (absent, stopped, slow), the in-process
+// fallback if the site allows it. A request the daemon refuses would be refused in-process too.
+Result<StepPlan> plan_step(const StepRequest& request) {
+  auto answer = compact::exchange(request.socket, encode(request), request.timeout_ms);
+  if (answer) return decode_plan(*answer);
+  if (!request.fallback || answer.error().invalid_input) return answer.error();
+  auto local = plan_in_process(request);
+  if (!local) {
+    return make_error(answer.error().message +
+                      "; in-process planning failed too: " + local.error().message);
+  }
+  local->warnings.insert(local->warnings.begin(),
+                         answer.error().message + "; planned in-process instead");
+  return local;
 }
 
 bool is_special_step(uint32_t step_id) {
@@ -191,7 +208,7 @@ int remote_user_init(spank_t sp) {
   gethostname(host, sizeof host - 1);
   s.host = host;
   const std::vector<std::string> early_warnings = s.plan.warnings;
-  auto plan = plan_through_library(build_request(sp, s.flags));
+  auto plan = plan_step(build_request(sp, s.flags));
   if (!plan) {
     s.failure = plan.error().message;
     return 0;

@@ -10,7 +10,9 @@
 #include "../support/daemon_process.h"
 #include "../support/invariants.h"
 #include "binder_client.h"
+#include "compact_client.h"
 #include "gpubind/node.h"
+#include "step_convert.h"
 
 namespace gpubind {
 namespace {
@@ -331,6 +333,64 @@ TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
   EXPECT_FALSE(std::filesystem::exists(socket_));
 }
 
+TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
+  start();
+  spank::StepRequest step;
+  step.job_id = 7;
+  step.ntasks = 8;
+  step.gpus_given = true;
+  for (int g = 0; g < 8; ++g)
+    step.gpus.push_back({g, std::to_string(g)});
+  auto answer = compact::exchange(socket_, spank::encode(step), 1000);
+  ASSERT_TRUE(answer) << answer.error().message;
+  auto plan = spank::decode_plan(*answer);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->source, "daemon");
+  const Node node = offline_node();
+  auto local = make_plan(node.topology, node.policy, *spank::to_plan_request(step));
+  ASSERT_TRUE(local);
+  EXPECT_EQ(spank::encode(*plan), spank::encode(spank::to_step_plan(*local, "daemon")));
+  EXPECT_EQ(plan->tasks[0].cpus, "49-55");
+
+  // Refusals carry the reason and are marked as the request's fault.
+  step.gpus.push_back({9, "9"});
+  auto refused = compact::exchange(socket_, spank::encode(step), 1000);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().invalid_input);
+  EXPECT_NE(refused.error().message.find("GPU 9 does not exist"), std::string::npos);
+  auto garbage = compact::exchange(socket_, "ntasks=many\n", 1000);
+  ASSERT_FALSE(garbage);
+  EXPECT_NE(garbage.error().message.find("is not a number"), std::string::npos);
+
+  // Both protocols count in the same statistics.
+  auto status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->requests, 1u);
+  EXPECT_EQ(status->errors, 1u);
+}
+
+TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
+  start();
+  std::vector<int> silent;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(write(fd, "GPUB", 4), 4);  // half a magic, then nothing
+    silent.push_back(fd);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(client().status(3s));
+  spank::StepRequest step;
+  step.ntasks = 1;
+  EXPECT_TRUE(compact::exchange(socket_, spank::encode(step), 3000));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  for (int fd : silent)
+    close(fd);
+}
+
 TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
   client::BinderClient nobody("/tmp/gpubind-test-no-such.sock");
   PlanRequest request;
@@ -339,6 +399,26 @@ TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
   ASSERT_FALSE(reply);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_NE(reply.error().message.find("/tmp/gpubind-test-no-such.sock"), std::string::npos);
+  auto compact_reply = compact::exchange("/tmp/gpubind-test-no-such.sock", "ntasks=1\n", 300);
+  ASSERT_FALSE(compact_reply);
+  EXPECT_FALSE(compact_reply.error().invalid_input);
+  EXPECT_NE(compact_reply.error().message.find("daemon unavailable"), std::string::npos);
+}
+
+TEST(DaemonClient, AStoppedDaemonTimesOutAtTheDeadline) {
+  const std::string dir = testing::make_temp_dir();
+  const std::string path = dir + "/stuck.sock";
+  const int fd = testing::make_listening_socket(path);  // accepts into the backlog, never answers
+  ASSERT_GE(fd, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto reply = compact::exchange(path, "ntasks=1\n", 200);
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(reply);
+  EXPECT_NE(reply.error().message.find("did not answer in time"), std::string::npos);
+  EXPECT_GE(elapsed, 190ms);
+  EXPECT_LT(elapsed, 1s);
+  close(fd);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,12 @@
+// gpubindd's side of the compact plan protocol (spank/compact_protocol.h).
+#pragma once
+
+namespace gpubind::daemon {
+
+class BinderService;
+
+// Answers the one request on `fd` (whose first bytes are the protocol's magic) and closes it.
+// Reads and writes give up after a second: a stuck client cannot hold the worker.
+void serve_compact_connection(int fd, BinderService& service);
+
+}  // namespace gpubind::daemon

@@ -1,0 +1,22 @@
+// The compact plan protocol between the SPANK plugin and gpubindd, on gpubindd's socket next to
+// gRPC: loading a gRPC client costs slurmstepd ~10 ms per job step (dynamic linking of ~60
+// libraries), this costs nothing. The daemon tells the two apart by the first bytes a client
+// sends: gRPC's HTTP/2 preface, or kCompactMagic.
+//
+//   request:  "GPUBIND1" | u32 length (little-endian) | StepRequest text (step_text.h)
+//   answer:   u8 status  | u32 length (little-endian) | StepPlan text (status 0) or the reason
+//             the request was refused (status 1)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpubind::compact {
+
+inline constexpr char kMagic[8] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1'};
+inline constexpr uint32_t kMaxRequestBytes = 256 * 1024;
+inline constexpr uint32_t kMaxAnswerBytes = 16 * 1024 * 1024;
+inline constexpr uint8_t kStatusPlan = 0;
+inline constexpr uint8_t kStatusRefused = 1;
+
+}  // namespace gpubind::compact
