@@ -97,6 +97,14 @@ actual=$(grep '^{' <<<"$out" | sed -nE 's/.*"rank":"([0-9]+)".*"cpus":"([^"]*)".
 [[ "$out" == *"GPU 0 (0000:40:00.0), NIC hsn0 [daemon]"* ]] && ok "verbose shows GPU, bus id, NIC, source" ||
   bad "verbose format" "$out"
 
+# Exactly one daemon request per step and node, whatever the task count.
+requests() { "$build/bin/gpubindctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
+before=$(requests)
+run srun -N2 -n4 --gpus-per-node=2 --gpu-bind-auto true
+after=$(requests)
+[[ $rc -eq 0 && $((after - before)) -eq 2 ]] && ok "one daemon request per step per node (2 nodes, 4 tasks: 2)" ||
+  bad "requests per step: $before -> $after" "$out"
+
 # --- how binding is asked for --------------------------------------------------------------------
 run env SLURM_GPU_BIND_AUTO=verbose srun -N1 -n2 --gpus=2 "$check" --json
 check_tasks "SLURM_GPU_BIND_AUTO binds" 2
@@ -155,6 +163,15 @@ run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
   ok "on_error=fail: tasks fail with a clear message" || bad "fail rc=$rc" "$out"
 "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
 "$cluster" daemon start "$dir"
+# A hung daemon (accepts, never answers): the launch waits timeout_ms, then falls back.
+kill -STOP "$(cat "$dir/run/gpubindd.pid")"
+start=$SECONDS
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+elapsed=$((SECONDS - start))
+kill -CONT "$(cat "$dir/run/gpubindd.pid")"
+check_tasks "daemon hung (SIGSTOP): fallback binds" 2
+[[ "$out" == *"did not answer in time"* ]] && ok "hung daemon: the user is told it timed out" || bad "hung message" "$out"
+((elapsed < 10)) && ok "hung daemon: launch finished in ${elapsed}s" || bad "hung daemon took ${elapsed}s"
 run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
 [[ "$out" == *"[daemon]"* ]] && ok "daemon back: plans come from it again" || bad "daemon back" "$out"
 
