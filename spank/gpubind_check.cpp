@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "affinity.h"
 #include "gpubind/cpuset.h"
 #include "gpubind/json.h"
 
@@ -33,14 +34,7 @@ std::string env_or(const char* name, const char* fallback) {
 }
 
 std::string allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return "?";
-  gpubind::CpuSet cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
-  }
-  return cpus.to_list();
+  return gpubind::spank::current_affinity().to_list();
 }
 
 std::string hostname() {

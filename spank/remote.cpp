@@ -1,7 +1,6 @@
 // slurmstepd: one plan per step and node in user_init (before the tasks fork), applied by each
 // task in task_init (after Slurm's own binding, just before exec).
 #include <dlfcn.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "affinity.h"
 #include "compact_client.h"
 #include "plugin_state.h"
 #include "step_env.h"
@@ -40,23 +40,6 @@ std::optional<std::string> requested_flags(spank_t sp) {
   if (auto from_user = job_env(sp, kUserEnv)) return from_user;
   if (state().site.default_on) return std::string();
   return std::nullopt;
-}
-
-std::string own_affinity() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
-  std::string list;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &set)) continue;
-    int last = cpu;
-    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
-      ++last;
-    list += (list.empty() ? "" : ",") + std::to_string(cpu);
-    if (last > cpu) list += "-" + std::to_string(last);
-    cpu = last;
-  }
-  return list;
 }
 
 std::string stepd_lib_path() {
@@ -103,7 +86,7 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   request.job_id = job_id;
   request.step_id = step_id;
   request.ntasks = static_cast<int>(ntasks);
-  request.allowed_cpus = own_affinity();
+  request.allowed_cpus = current_affinity().to_list();
   char* cores = nullptr;
   if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores) {
     request.allowed_cores = cores;
@@ -156,26 +139,6 @@ void prefer_numa_node(int node) {
   unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
   mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
   syscall(SYS_set_mempolicy, kMpolPreferred, mask, 1024UL);
-}
-
-Result<cpu_set_t> parse_cpu_list(const std::string& list) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t end = list.find(',', pos);
-    if (end == std::string::npos) end = list.size();
-    const std::string item = list.substr(pos, end - pos);
-    int first = -1, last = -1;
-    if (std::sscanf(item.c_str(), "%d-%d", &first, &last) == 1) last = first;
-    if (first < 0 || last < first || last >= CPU_SETSIZE) {
-      return make_error("bad CPU list '" + list + "'");
-    }
-    for (int cpu = first; cpu <= last; ++cpu)
-      CPU_SET(cpu, &set);
-    pos = end + 1;
-  }
-  return set;
 }
 
 // Says `message` once per node (from local task 0), on the task's stderr.
@@ -248,9 +211,10 @@ int remote_task_init(spank_t sp) {
   }
   if (s.flags.dry_run) return 0;
 
-  auto cpus = parse_cpu_list(task.cpus);
-  if (!cpus || sched_setaffinity(0, sizeof *cpus, &*cpus) != 0) {
-    const std::string why = !cpus ? cpus.error().message : std::strerror(errno);
+  auto cpus = CpuSet::parse_list(task.cpus);
+  const Status bound = cpus ? set_affinity(*cpus) : Status(cpus.error());
+  if (!bound) {
+    const std::string why = bound.error().message;
     if (s.site.on_error == OnError::kFail) {
       slurm_error("gpubind: cannot bind task %u to CPUs %s: %s", global_id, task.cpus.c_str(),
                   why.c_str());

@@ -1,0 +1,36 @@
+// The calling thread's CPU affinity, as gpubind's CpuSet.
+#pragma once
+
+#include <sched.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gpubind/cpuset.h"
+
+namespace gpubind::spank {
+
+inline CpuSet current_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CpuSet cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
+  }
+  return cpus;
+}
+
+inline Status set_affinity(const CpuSet& cpus) {
+  if (cpus.empty() || cpus.last() >= CPU_SETSIZE) {
+    return make_error("CPU set '" + cpus.to_list() + "' is empty or beyond " +
+                      std::to_string(CPU_SETSIZE) + " CPUs");
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  cpus.for_each([&](int cpu) { CPU_SET(cpu, &set); });
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return make_error(std::strerror(errno));
+  return Ok{};
+}
+
+}  // namespace gpubind::spank
