@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "gpubind/env.h"
@@ -65,11 +64,21 @@ class Locator {
   const pb::TextFormat::ParseInfoTree& tree_;
 };
 
+// [A-Za-z_][A-Za-z0-9_]*, what shells accept as a variable name.
+bool valid_variable_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::Policy& proto,
                                              const std::string& group,
                                              const pb::RepeatedPtrField<gpubind::EnvSetting>& list,
                                              const std::vector<std::string>& selectors) {
-  static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
   const pb::FieldDescriptor* fd = proto.GetDescriptor()->FindFieldByName(group);
   std::vector<EnvTemplate> out;
   for (int i = 0; i < list.size(); ++i) {
@@ -80,7 +89,7 @@ Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::
       if (nested) return loc.at(*nested, t, field, -1, what, path + "." + field);
       return loc.at(proto, group, i, field + ": " + what);
     };
-    if (!std::regex_match(t.name(), name_re)) {
+    if (!valid_variable_name(t.name())) {
       return fail("name", "'" + t.name() + "' is not a valid environment variable name");
     }
     if (auto status = validate_template(t.value()); !status) {

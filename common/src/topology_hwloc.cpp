@@ -12,7 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <regex>
+#include <string_view>
 
 #include "gpubind/policy.h"
 
@@ -46,6 +46,22 @@ hwloc_obj_t ancestor_of_type(hwloc_obj_t obj, hwloc_obj_type_t type) {
     if (obj->type == type) return obj;
   }
   return nullptr;
+}
+
+// True if `name` is `prefix` followed by one or more digits and nothing else.
+bool number_after(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return false;
+  for (char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// "opencl<platform>d<device>", e.g. opencl0d1.
+bool opencl_name(std::string_view name) {
+  const size_t d = name.find('d', 6);
+  return name.rfind("opencl", 0) == 0 && d != std::string_view::npos &&
+         number_after(name.substr(0, d), "opencl") && number_after(name.substr(d), "d");
 }
 
 class Loader {
@@ -207,23 +223,23 @@ class Loader {
 
   // The logical GPUs one PCI device (or parent) exposes, from its OS devices.
   static std::vector<Unit> units_of(hwloc_obj_t parent, const std::vector<hwloc_obj_t>& osdevs) {
-    static const std::regex rsmi("rsmi([0-9]+)"), ze("ze([0-9]+)"), tile("ze([0-9]+)\\.[0-9]+"),
-        nvidia("(cuda|nvml)[0-9]+"), opencl("opencl[0-9]+d[0-9]+");
     std::vector<hwloc_obj_t> rsmis, zes, nvidias, opencls;
     std::map<std::string, int> tiles;
     for (hwloc_obj_t os : osdevs) {
-      const std::string name = os->name ? os->name : "";
-      std::smatch m;
-      if (std::regex_match(name, rsmi))
+      const std::string_view name = os->name ? os->name : "";
+      if (number_after(name, "rsmi")) {
         rsmis.push_back(os);
-      else if (std::regex_match(name, ze))
+      } else if (number_after(name, "ze")) {
         zes.push_back(os);
-      else if (std::regex_match(name, m, tile))
-        ++tiles["ze" + m[1].str()];
-      else if (std::regex_match(name, nvidia))
+      } else if (name.rfind("ze", 0) == 0 && name.find('.') != std::string_view::npos &&
+                 number_after(name.substr(0, name.find('.')), "ze") &&
+                 number_after(name.substr(name.find('.')), ".")) {
+        ++tiles[std::string(name.substr(0, name.find('.')))];  // zeN.M: a tile of zeN
+      } else if (number_after(name, "cuda") || number_after(name, "nvml")) {
         nvidias.push_back(os);
-      else if (std::regex_match(name, opencl))
+      } else if (opencl_name(name)) {
         opencls.push_back(os);
+      }
     }
     const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
     const Vendor pci_vendor = is_pci ? vendor_of(parent->attr->pcidev.vendor_id) : Vendor::kUnknown;
