@@ -1,8 +1,11 @@
 #include "compact_server.h"
 
-#include <fcntl.h>
+#include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include "api_convert.h"
 #include "binder_service.h"
@@ -13,33 +16,59 @@
 namespace gpubind::daemon {
 namespace {
 
-bool read_exact(int fd, char* data, size_t size) {
+using Clock = std::chrono::steady_clock;
+
+// A whole exchange must fit in this: a client trickling bytes cannot hold a worker longer.
+constexpr auto kExchangeDeadline = std::chrono::seconds(2);
+
+// Waits until `fd` is ready for `events` or the deadline passes.
+bool wait_ready(int fd, short events, Clock::time_point deadline) {
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd pfd{fd, events, 0};
+    const int rc = poll(&pfd, 1, static_cast<int>(left));
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return false;
+  }
+}
+
+bool read_exact(int fd, char* data, size_t size, Clock::time_point deadline) {
   while (size > 0) {
-    const ssize_t n = recv(fd, data, size, 0);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
+    const ssize_t n = recv(fd, data, size, MSG_DONTWAIT);
+    if (n > 0) {
+      data += n;
+      size -= static_cast<size_t>(n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR) || !wait_ready(fd, POLLIN, deadline)) {
+      return false;
+    }
   }
   return true;
 }
 
-bool write_exact(int fd, const char* data, size_t size) {
+bool write_exact(int fd, const char* data, size_t size, Clock::time_point deadline) {
   while (size > 0) {
-    const ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
+    const ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data += n;
+      size -= static_cast<size_t>(n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR) ||
+               !wait_ready(fd, POLLOUT, deadline)) {
+      return false;
+    }
   }
   return true;
 }
 
-void reply(int fd, uint8_t status, const std::string& text) {
+void reply(int fd, uint8_t status, const std::string& text, Clock::time_point deadline) {
   char header[5];
   header[0] = static_cast<char>(status);
   const uint32_t size = static_cast<uint32_t>(text.size());
   for (int i = 0; i < 4; ++i)
     header[1 + i] = static_cast<char>((size >> (8 * i)) & 0xff);
-  if (!write_exact(fd, header, sizeof header) || !write_exact(fd, text.data(), text.size())) {
+  if (!write_exact(fd, header, sizeof header, deadline) ||
+      !write_exact(fd, text.data(), text.size(), deadline)) {
     log::debug("compact client went away before its answer");
   }
 }
@@ -61,26 +90,25 @@ Result<std::string> answer(const std::string& text, BinderService& service) {
 }  // namespace
 
 void serve_compact_connection(int fd, BinderService& service) {
-  // Blocking I/O with timeouts: simpler than polling, bounded all the same.
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  const timeval timeout{1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  const auto deadline = Clock::now() + kExchangeDeadline;
   char header[sizeof compact::kMagic + 4];
-  if (read_exact(fd, header, sizeof header)) {
+  if (read_exact(fd, header, sizeof header, deadline)) {
     uint32_t size = 0;
     for (int i = 0; i < 4; ++i) {
       size |= static_cast<uint32_t>(static_cast<unsigned char>(header[8 + i])) << (8 * i);
     }
-    std::string text(size <= compact::kMaxRequestBytes ? size : 0, '\0');
     if (size > compact::kMaxRequestBytes) {
       reply(fd, compact::kStatusRefused,
             "request of " + std::to_string(size) + " bytes exceeds the limit of " +
-                std::to_string(compact::kMaxRequestBytes));
-    } else if (read_exact(fd, text.data(), size)) {
-      auto result = answer(text, service);
-      reply(fd, result ? compact::kStatusPlan : compact::kStatusRefused,
-            result ? *result : result.error().message);
+                std::to_string(compact::kMaxRequestBytes),
+            deadline);
+    } else {
+      std::string text(size, '\0');
+      if (read_exact(fd, text.data(), size, deadline)) {
+        auto result = answer(text, service);
+        reply(fd, result ? compact::kStatusPlan : compact::kStatusRefused,
+              result ? *result : result.error().message, deadline);
+      }
     }
   }
   close(fd);

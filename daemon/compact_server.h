@@ -6,7 +6,8 @@ namespace gpubind::daemon {
 class BinderService;
 
 // Answers the one request on `fd` (whose first bytes are the protocol's magic) and closes it.
-// Reads and writes give up after a second: a stuck client cannot hold the worker.
+// The whole exchange must finish within two seconds: a stuck or trickling client cannot hold
+// the worker.
 void serve_compact_connection(int fd, BinderService& service);
 
 }  // namespace gpubind::daemon

@@ -1,6 +1,7 @@
 // The real gpubindd on a real Unix socket: readiness, socket activation, plans identical to the
 // offline planner, the cache, reloads (good and bad), refused requests, watchdog, shutdown.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -389,6 +390,31 @@ TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
   for (int fd : silent)
     close(fd);
+}
+
+TEST_F(DaemonTest, ATricklingCompactClientIsCutOffAfterTwoSeconds) {
+  start();
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const char header[12] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1', 100, 0, 0, 0};
+  ASSERT_EQ(write(fd, header, sizeof header), 12);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool closed = false;
+  while (!closed && std::chrono::steady_clock::now() - t0 < 5s) {
+    if (send(fd, "x", 1, MSG_NOSIGNAL) != 1) break;  // one byte at a time, never enough
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, 300) > 0) {
+      char c;
+      closed = recv(fd, &c, 1, 0) <= 0;
+    }
+  }
+  const auto held = std::chrono::steady_clock::now() - t0;
+  close(fd);
+  EXPECT_LT(held, 3s) << "the daemon let a trickling client hold a worker";
+  EXPECT_TRUE(client().status(2s));
 }
 
 TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
