@@ -374,11 +374,8 @@ TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
   start();
   std::vector<int> silent;
   for (int i = 0; i < 2; ++i) {
-    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int fd = testing::connect_unix(socket_);
+    ASSERT_GE(fd, 0);
     ASSERT_EQ(write(fd, "GPUB", 4), 4);  // half a magic, then nothing
     silent.push_back(fd);
   }
@@ -394,11 +391,8 @@ TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
 
 TEST_F(DaemonTest, ATricklingCompactClientIsCutOffAfterTwoSeconds) {
   start();
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = testing::connect_unix(socket_);
+  ASSERT_GE(fd, 0);
   const char header[12] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1', 100, 0, 0, 0};
   ASSERT_EQ(write(fd, header, sizeof header), 12);
   const auto t0 = std::chrono::steady_clock::now();

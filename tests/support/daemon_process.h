@@ -179,6 +179,19 @@ class DaemonProcess {
   std::string log_path_;
 };
 
+// A client connection to a Unix socket, or -1.
+inline int connect_unix(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A listening Unix socket as systemd's .socket unit would create it.
 inline int make_listening_socket(const std::string& path) {
   const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
