@@ -137,6 +137,7 @@ void CpuSet::trim() {
 }
 
 void CpuSet::set(int cpu) {
+  if (cpu < 0 || cpu > kMaxCpu) return;  // callers validate; never allocate for garbage
   const size_t w = static_cast<size_t>(cpu) / 64;
   grow(w + 1);
   data()[w] |= uint64_t{1} << (cpu % 64);

@@ -69,7 +69,8 @@ class Loader {
   Loader(hwloc_topology_t topo, std::vector<std::string> nic_patterns)
       : topo_(topo), patterns_(std::move(nic_patterns)) {}
 
-  Topology build(std::string source) {
+  Result<Topology> build(std::string source) {
+    if (auto status = check_pus(); !status) return status.error();
     Topology t;
     t.source = std::move(source);
     t.hostname = info(hwloc_get_root_obj(topo_), "HostName");
@@ -109,6 +110,19 @@ class Loader {
       if (hwloc_bitmap_isincluded(cpus, pkg->cpuset)) return i;
     }
     return -1;
+  }
+
+  // PU numbers gpubind can hold; a dump with others is refused rather than misread.
+  Status check_pus() const {
+    const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PU);
+    for (int i = 0; i < count; ++i) {
+      const unsigned os_index = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PU, i)->os_index;
+      if (os_index > static_cast<unsigned>(CpuSet::kMaxCpu)) {
+        return make_error("CPU number " + std::to_string(os_index) + " is beyond the supported " +
+                          std::to_string(CpuSet::kMaxCpu));
+      }
+    }
+    return Ok{};
   }
 
   void read_cores(Topology& t) const {
@@ -408,12 +422,11 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
                        std::strerror(errno) + ")"
                  : std::string("hwloc: topology discovery failed: ") + std::strerror(errno));
   }
-  Topology topology = Loader(raw, nic_patterns).build(from_xml ? xml_path : "live");
-  if (topology.cores.empty()) {
-    return make_error(
-        (from_xml ? "topology file '" + xml_path + "'" : std::string("live topology")) +
-        ": no CPUs found");
-  }
+  const std::string where = from_xml ? "topology file '" + xml_path + "'" : "live topology";
+  auto built = Loader(raw, nic_patterns).build(from_xml ? xml_path : "live");
+  if (!built) return make_error(where + ": " + built.error().message);
+  Topology topology = std::move(*built);
+  if (topology.cores.empty()) return make_error(where + ": no CPUs found");
   return topology;
 }
 

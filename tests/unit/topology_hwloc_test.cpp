@@ -168,6 +168,23 @@ TEST(TopologyHwloc, MissingOrBrokenFilesNameTheFile) {
   EXPECT_NE(dir.error().message.find("not a file"), std::string::npos);
 }
 
+TEST(TopologyHwloc, CpuNumbersBeyondTheSupportedRangeAreRefused) {
+  // A fixture with one PU renumbered far beyond any node (hwloc accepts it).
+  std::ifstream in(fixture_path("workstation-mixed.xml"));
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "type=\"PU\" os_index=\"15\"";
+  ASSERT_NE(xml.find(from), std::string::npos);
+  xml.replace(xml.find(from), from.size(), "type=\"PU\" os_index=\"1000000\"");
+  const std::string path = ::testing::TempDir() + "/gpubind-huge-pu.xml";
+  std::ofstream(path) << xml;
+  auto loaded = load_topology_xml(path, {});
+  std::remove(path.c_str());
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message.find("CPU number 1000000 is beyond the supported 65535"),
+            std::string::npos)
+      << loaded.error().message;
+}
+
 TEST(GpuOrder, ReordersByBusIdOrIndex) {
   Topology t = fixture("a100-pcionly");
   ASSERT_TRUE(apply_gpu_order(t, {"0000:c1:00.0", "81:00.0", "1", "0"}));

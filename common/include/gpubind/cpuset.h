@@ -25,7 +25,7 @@ class CpuSet {
   // "0xfe000000000000" or Linux "ff,ffffffff" (32-bit groups); the 0x prefix is optional.
   static Result<CpuSet> parse_mask(std::string_view text);
 
-  void set(int cpu);
+  void set(int cpu);  // CPUs outside 0..kMaxCpu are ignored: validate input before
   void reset(int cpu);
   bool test(int cpu) const {
     return cpu >= 0 && (word(static_cast<size_t>(cpu) / 64) >> (cpu % 64)) & 1;
