@@ -174,13 +174,19 @@ Result<PlanReply> BinderClient::plan(const PlanRequest& request, const StepIds& 
   return reply;
 }
 
-Result<Topology> BinderClient::topology(std::chrono::milliseconds timeout) {
+Result<TopologyReply> BinderClient::topology(std::chrono::milliseconds timeout) {
   v1::GetTopologyResponse response;
   grpc::ClientContext context;
   impl_->prepare(context, timeout);
   const grpc::Status status = impl_->stub->GetTopology(&context, {}, &response);
   if (!status.ok()) return rpc_error(impl_->socket_path, status);
-  return api::topology_from_proto(response);
+  auto reserved = CpuSet::parse_list(response.reserved_cpus());
+  if (!reserved) {
+    return make_error("gpubindd at " + impl_->socket_path +
+                      " sent a bad reserved cpu list: " + reserved.error().message);
+  }
+  return TopologyReply{api::topology_from_proto(response), *reserved,
+                       response.topology_generation()};
 }
 
 Result<DaemonStatus> BinderClient::status(std::chrono::milliseconds timeout) {

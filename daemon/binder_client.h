@@ -39,6 +39,12 @@ struct DaemonStatus {
   int pid = 0;
 };
 
+struct TopologyReply {
+  Topology topology;
+  CpuSet reserved;  // the CPUs the daemon's policy keeps from tasks
+  uint64_t topology_generation = 0;
+};
+
 struct StepIds {
   uint64_t job_id = 0;
   uint64_t step_id = 0;
@@ -54,7 +60,7 @@ class BinderClient {
   // Every call fails (never hangs) once `timeout` has passed; errors name the socket.
   Result<PlanReply> plan(const PlanRequest& request, const StepIds& ids,
                          std::chrono::milliseconds timeout);
-  Result<Topology> topology(std::chrono::milliseconds timeout);
+  Result<TopologyReply> topology(std::chrono::milliseconds timeout);
   Result<DaemonStatus> status(std::chrono::milliseconds timeout);
 
  private:

@@ -103,6 +103,7 @@ grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopol
   const StatePtr state = this->state();
   api::topology_to_proto(state->node.topology, *response);
   response->set_topology_generation(state->topology_generation);
+  response->set_reserved_cpus(reserved_cpus(state->node.topology, state->node.policy).to_list());
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,11 @@
 // gpubindctl: inspect a node's topology, the binding plan gpubind makes for a job step, and the
 // daemon serving them. Offline with --topology FILE.xml, else it asks gpubindd.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,6 +15,7 @@
 #include "gpubind/json.h"
 #include "gpubind/node.h"
 #include "gpubind/plan_format.h"
+#include "gpubind/plan_svg.h"
 #include "gpubind/planner.h"
 
 namespace gpubind::cli {
@@ -26,8 +32,8 @@ Commands:
       GPUs, NICs and their CPU locality as gpubind sees them.
   plan [--topology FILE.xml|live] [--policy FILE] --ntasks N [--cpus LIST] [--gpus LIST]
        [--cpus-per-task N] [--gpus-per-task N] [--tasks-per-gpu N] [--order gpu|cpu]
-       [--smt N] [--omp] [--json]
-      The per-task binding plan for a job step on that node.
+       [--smt N] [--omp] [--json] [--svg FILE]
+      The per-task binding plan for a job step on that node; --svg FILE also draws it.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
   bench --clients N --requests M [--no-cache] [--floor] [plan options] [--json]
@@ -45,6 +51,7 @@ Options:
   --cpus LIST       the step's CPUs, "0-63" or a 0x mask (default: every CPU)
   --gpus LIST       the step's GPUs as node GPU indices, "0,1,4-5" (default: every GPU)
   --json            machine-readable output
+  --svg FILE        plan: also write an SVG picture of the node and the plan to FILE
   --help            this text
 )";
 
@@ -139,31 +146,88 @@ int run_topology(const Args& args) {
     if (!access) return fail(access.error().message);
     auto fetched = client::BinderClient(access->socket).topology(access->timeout);
     if (!fetched) return fail(fetched.error().message, kExitFailed);
-    topology = std::move(*fetched);
+    topology = std::move(fetched->topology);
   }
   std::cout << (args.has("json") ? topology_to_json(topology) : topology_to_text(topology));
   return kExitOk;
 }
 
+// What a plan is drawn on: the node, its reserved CPUs and the plan itself.
+struct PlannedNode {
+  Topology topology;
+  CpuSet reserved;
+  Plan plan;
+};
+
+Result<PlannedNode> plan_offline(const Args& args, const PlanRequest& request) {
+  auto node = load_offline(args);
+  if (!node) return node.error();
+  auto planned = make_plan(node->topology, node->policy, request);
+  if (!planned) return Error{"cannot plan: " + planned.error().message, true};
+  const CpuSet reserved = reserved_cpus(node->topology, node->policy);
+  return PlannedNode{std::move(node->topology), reserved, std::move(*planned)};
+}
+
+// The topology is fetched only for --svg, and again if a reload came between the two calls.
+Result<PlannedNode> plan_from_daemon(const Args& args, const PlanRequest& request) {
+  auto access = daemon_access(args);
+  if (!access) return access.error();
+  client::BinderClient client(access->socket);
+  for (int attempt = 0;; ++attempt) {
+    auto reply = client.plan(request, {}, access->timeout);
+    if (!reply) return reply.error();
+    PlannedNode planned{{}, {}, std::move(reply->plan)};
+    if (!args.has("svg")) return planned;
+    auto node = client.topology(access->timeout);
+    if (!node) return node.error();
+    if (node->topology_generation == reply->topology_generation || attempt == 1) {
+      planned.topology = std::move(node->topology);
+      planned.reserved = node->reserved;
+      return planned;
+    }
+  }
+}
+
+std::string svg_title(const PlannedNode& node) {
+  const std::string host = node.topology.hostname.empty() ? "node" : node.topology.hostname;
+  const size_t tasks = node.plan.tasks.size();
+  return "gpubind plan: " + std::to_string(tasks) + (tasks == 1 ? " task on " : " tasks on ") +
+         host + " (" + node.topology.source + ")";
+}
+
+// Written beside the target and renamed, so a failed write never leaves half a picture.
+Status write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) return make_error("--svg: cannot write '" + path + "': " + std::strerror(errno));
+  out << content;
+  out.close();
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    return make_error("--svg: cannot write '" + path + "': " + reason);
+  }
+  return Ok{};
+}
+
 int run_plan(const Args& args) {
   auto request = request_from(args);
   if (!request) return fail(request.error().message);
-  Plan plan;
-  if (offline(args)) {
-    auto node = load_offline(args);
-    if (!node) return fail(node.error().message);
-    auto planned = make_plan(node->topology, node->policy, *request);
-    if (!planned) return fail("cannot plan: " + planned.error().message);
-    plan = std::move(*planned);
-  } else {
-    if (args.has("policy")) return fail("--policy applies offline only (with --topology)");
-    auto access = daemon_access(args);
-    if (!access) return fail(access.error().message);
-    auto reply = client::BinderClient(access->socket).plan(*request, {}, access->timeout);
-    if (!reply)
-      return fail(reply.error().message, reply.error().invalid_input ? kExitBadInput : kExitFailed);
-    plan = std::move(reply->plan);
+  if (args.has("svg") && args.get("svg")->empty()) return fail("--svg: empty path");
+  if (!offline(args) && args.has("policy"))
+    return fail("--policy applies offline only (with --topology)");
+  auto planned = offline(args) ? plan_offline(args, *request) : plan_from_daemon(args, *request);
+  if (!planned) {
+    const bool bad_input = offline(args) || planned.error().invalid_input;
+    return fail(planned.error().message, bad_input ? kExitBadInput : kExitFailed);
   }
+  if (auto svg = args.get("svg")) {
+    const std::string drawing =
+        plan_to_svg(planned->topology, planned->reserved, planned->plan, svg_title(*planned));
+    if (auto written = write_file_atomically(*svg, drawing); !written)
+      return fail(written.error().message, kExitFailed);
+  }
+  const Plan& plan = planned->plan;
   std::cout << (args.has("json") ? plan_to_json(plan) : plan_to_table(plan));
   return kExitOk;
 }
@@ -333,7 +397,7 @@ int run(std::vector<std::string> argv) {
     values.insert({"topology", "policy"});
     handler = run_topology;
   } else if (command == "plan") {
-    values.insert({"topology", "policy"});
+    values.insert({"topology", "policy", "svg"});
     values.insert(kPlanValues.begin(), kPlanValues.end());
     switches.insert("omp");
     handler = run_plan;

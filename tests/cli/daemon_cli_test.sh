@@ -41,6 +41,12 @@ same "plan 8 json" plan --ntasks 8 --json
 same "plan 24 table" plan --ntasks 24
 same "plan order cpu" plan --ntasks 8 --order cpu --json
 same "plan subset" plan --ntasks 3 --gpus 2,5 --cpus 0-40 --cpus-per-task 4 --json
+# The picture from the daemon (plan, topology and reserved CPUs fetched) equals the offline one.
+"$ctl" plan --ntasks 8 --topology "$topology" --policy "$policy" --svg "$tmp/offline.svg" >/dev/null
+"$ctl" --socket "$socket" plan --ntasks 8 --svg "$tmp/online.svg" >/dev/null
+if [[ -s "$tmp/online.svg" ]] && cmp -s "$tmp/offline.svg" "$tmp/online.svg"; then ok "plan svg"; else
+  bad "plan svg"; diff "$tmp/offline.svg" "$tmp/online.svg" | head -5
+fi
 out=$("$ctl" --socket "$socket" plan --ntasks 1 --gpus 9 2>&1)
 rc=$?
 [[ $rc -eq 2 && "$out" == *"request refused: GPU 9 does not exist"* ]] && ok "plan refused" || bad "plan refused: $rc $out"
