@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "api_convert.h"
 #include "gpubind/planner.h"
@@ -57,6 +58,7 @@ Status BinderService::refuse(const std::string& why, const v1::PlanRequest& requ
 Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& response) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
+  if (answer_delay_.count() > 0) std::this_thread::sleep_for(answer_delay_);
   const StatePtr state = this->state();
   auto finish = [&]() -> Status {
     ++requests_;

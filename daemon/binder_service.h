@@ -25,6 +25,8 @@ class BinderService final : public v1::Binder::Service {
   void set_reload_error(const std::string& error);
   // Calls being answered right now (to drain them before shutdown).
   int in_flight() const { return in_flight_; }
+  // Fault testing: hold every Plan answer this long, as an overloaded or swapping node would.
+  void set_answer_delay(std::chrono::milliseconds delay) { answer_delay_ = delay; }
 
   // A Plan call, whichever protocol it came by: cache, planner, stats. Errors are the request's.
   Status answer(const v1::PlanRequest& request, v1::PlanResponse& response);
@@ -50,6 +52,7 @@ class BinderService final : public v1::Binder::Service {
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> cache_hits_{0};
   std::atomic<int> in_flight_{0};
+  std::chrono::milliseconds answer_delay_{0};
 };
 
 // Resident set size of this process, in bytes (0 if unknown).

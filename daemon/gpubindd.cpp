@@ -45,6 +45,7 @@ Options:
   --topology FILE.xml  node topology from an hwloc XML dump instead of live discovery ("live")
   --foreground         stay in the foreground (implied under systemd)
   --log-level LEVEL    error, warning, info (default) or debug
+  --delay-answers MS   hold every Plan answer MS milliseconds (fault testing only)
   --version, --help
 Signals: SIGHUP reloads policy and topology (a bad policy is refused, the old one keeps serving);
 SIGTERM/SIGINT finish in-flight calls and exit 0.
@@ -54,11 +55,13 @@ struct Options {
   NodeSources sources;
   SocketOptions socket;
   bool foreground = false;
+  std::chrono::milliseconds answer_delay{0};
 };
 
 Result<Options> parse_options(const std::vector<std::string>& argv) {
   auto args = cli::Args::parse(
-      argv, {"config", "socket", "socket-mode", "socket-group", "topology", "log-level"},
+      argv,
+      {"config", "socket", "socket-mode", "socket-group", "topology", "log-level", "delay-answers"},
       {"foreground", "help", "version"});
   if (!args) return args.error();
   if (!args->positional().empty())
@@ -94,6 +97,9 @@ Result<Options> parse_options(const std::vector<std::string>& argv) {
     log::set_level(parsed);
   }
   options.foreground = args->has("foreground");
+  auto delay = args->get_int("delay-answers", 0, 0, 600000);
+  if (!delay) return delay.error();
+  options.answer_delay = std::chrono::milliseconds(*delay);
   return options;
 }
 
@@ -250,6 +256,11 @@ int serve(const Options& options) {
   }
 
   BinderService service(*state, activated);
+  if (options.answer_delay.count() > 0) {
+    log::warning("--delay-answers: every Plan answer is held " +
+                 std::to_string(options.answer_delay.count()) + " ms (fault testing)");
+    service.set_answer_delay(options.answer_delay);
+  }
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
   // Oversized requests are refused by the handler with INVALID_ARGUMENT up to this size, and by
