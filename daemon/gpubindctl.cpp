@@ -332,6 +332,8 @@ int run_bench(const Args& args) {
     json.key("response_bytes").value(static_cast<long long>(probe->response_bytes));
     json.key("daemon_cpu_s").value(daemon_cpu_s);
     json.key("plans_per_daemon_cpu_s").value(plans_per_daemon_cpu_s);
+    json.key("daemon_rss_before_bytes")
+        .value(static_cast<long long>(before ? before->rss_bytes : 0));
     json.key("daemon_rss_bytes").value(static_cast<long long>(after ? after->rss_bytes : 0));
     if (empty) {
       json.key("empty_rpc").begin_object();
@@ -352,8 +354,11 @@ int run_bench(const Args& args) {
     std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f plans/s  %llu errors\n",
                 rpc.p50_us, rpc.p99_us, rpc.p999_us, rpc.plans_per_s,
                 static_cast<unsigned long long>(rpc.errors));
-    std::printf("  daemon: %.2f CPU s, %.0f plans per daemon CPU second, %.1f MB resident\n",
-                daemon_cpu_s, plans_per_daemon_cpu_s, after ? after->rss_bytes / 1e6 : 0.0);
+    std::printf(
+        "  daemon: %.2f CPU s, %.0f plans per daemon CPU second, %.1f MB resident before,"
+        " %.1f MB after\n",
+        daemon_cpu_s, plans_per_daemon_cpu_s, before ? before->rss_bytes / 1e6 : 0.0,
+        after ? after->rss_bytes / 1e6 : 0.0);
     if (empty) {
       std::printf("empty gRPC call (GetStatus), same load\n");
       std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f calls/s\n", empty->p50_us,

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Many steps launched at once on one node: 50 `srun --overlap -n2 --gpus=2 --gpu-bind-auto`
+# steps inside one job, alive together. Each must be planned by gpubindd (no timeout, no
+# fallback), bound, its two tasks on disjoint CPUs and distinct GPUs of its allocation, and every
+# step must get the same plan (they share one allocation). On a node with 2 CPUs, overlapping
+# steps inside one job are the only way to have 50 steps running at once.
+# Usage: concurrent_steps_test.sh BUILD_DIR [STEPS]
+set -uo pipefail
+build=$(cd "$1" && pwd)
+steps=${2:-50}
+here=$(cd "$(dirname "$0")" && pwd)
+cluster=$here/slurm-cluster
+check=$build/bin/gpubind-check
+ctl=$build/bin/gpubindctl
+
+if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 0; fi
+for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
+  command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 0; }
+done
+
+dir=$(mktemp -d /tmp/gpubind-steps-XXXXXX)
+cleanup() { "$cluster" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"; }
+trap cleanup EXIT
+eval "$("$cluster" start "$dir" --nodes 1 --build "$build")" || { echo "cluster did not start"; exit 1; }
+passed=0
+failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+requests() { "$ctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
+
+# The job: start every step, count how many are alive at once, wait for all.
+cat >"$dir/job.sh" <<JOB
+#!/bin/bash
+for i in \$(seq $steps); do
+  srun --overlap -n2 --gpus=2 --gpu-bind-auto=verbose bash -c '$check --json; sleep 3' \
+    >"$dir/step-\$i.out" 2>&1 &
+done
+most=0
+for _ in \$(seq 40); do
+  alive=\$(squeue -h -s -j "\$SLURM_JOB_ID" -o %i | grep -vcE '\.(batch|extern)\$')
+  ((alive > most)) && most=\$alive
+  sleep 0.25
+done
+wait
+echo "most steps alive at once: \$most"
+JOB
+chmod +x "$dir/job.sh"
+before=$(requests)
+start=$SECONDS
+timeout 300 sbatch --wait -N1 -n2 --gpus=2 -o "$dir/job.out" "$dir/job.sh" >/dev/null
+rc=$?
+elapsed=$((SECONDS - start))
+after=$(requests)
+most=$(sed -nE 's/^most steps alive at once: ([0-9]+)$/\1/p' "$dir/job.out")
+[[ $rc -eq 0 ]] && ok "job of $steps steps ended 0 in ${elapsed}s" || bad "job exit $rc" "$(cat "$dir/job.out")"
+((${most:-0} >= steps * 4 / 5)) && ok "$most of $steps steps alive at once" || bad "steps alive at once: ${most:-none}"
+((after - before == steps)) && ok "one daemon request per step ($((after - before)))" ||
+  bad "daemon requests: $before -> $after"
+
+problems=()
+reference=""
+for ((i = 1; i <= steps; i++)); do
+  out=$(cat "$dir/step-$i.out")
+  json=$(grep '^{' <<<"$out")
+  [[ $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq 2 ]] || { problems+=("step $i: not 2 bound tasks"); continue; }
+  [[ $(grep -c '\[daemon\]$' <<<"$out") -eq 2 && "$out" != *fallback* && "$out" != *warning* ]] ||
+    problems+=("step $i: not planned by the daemon alone: $out")
+  cpus=$(sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' <<<"$json" | sort)
+  gpus=$(sed -nE 's/.*"ROCR_VISIBLE_DEVICES":"([^"]*)".*/\1/p' <<<"$json" | sort)
+  [[ $(uniq -d <<<"$cpus" | grep -c .) -eq 0 && $(grep -c . <<<"$cpus") -eq 2 ]] || problems+=("step $i: tasks share CPUs: $cpus")
+  [[ $(uniq -d <<<"$gpus" | grep -c .) -eq 0 && $(grep -c . <<<"$gpus") -eq 2 ]] || problems+=("step $i: tasks share GPUs: $gpus")
+  plan=$(grep '^gpubind: ' <<<"$out" | sed -E 's/^gpubind: [^ ]+ //' | sort)
+  [[ -z "$reference" ]] && reference=$plan
+  [[ "$plan" == "$reference" ]] || problems+=("step $i: plan differs from step 1: $plan")
+done
+((${#problems[@]} == 0)) && ok "$steps steps: every task bound by the daemon, disjoint CPUs and GPUs, same plan" ||
+  bad "step plans" "${problems[@]}"
+
+states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
+[[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
