@@ -2,6 +2,7 @@
 // answers Plan requests over gRPC on a Unix socket. systemd-native: Type=notify, socket
 // activation, watchdog; SIGHUP reloads, SIGTERM drains and exits 0.
 #include <grp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <signal.h>
@@ -30,6 +31,7 @@ namespace {
 constexpr const char* kDefaultConfig = "/etc/gpubind/policy.conf";
 constexpr const char* kDefaultSocket = "/run/gpubind/gpubind.sock";
 constexpr auto kDrainDeadline = std::chrono::seconds(5);
+constexpr int kMaxGrpcThreads = 32;
 
 constexpr const char* kUsage = R"(usage: gpubindd [OPTIONS]
 
@@ -266,6 +268,11 @@ int serve(const Options& options) {
   // Oversized requests are refused by the handler with INVALID_ARGUMENT up to this size, and by
   // gRPC (RESOURCE_EXHAUSTED) beyond it.
   builder.SetMaxReceiveMessageSize(1 << 20);
+  // A bounded thread count, whatever the node's core count, so the unit's TasksMax always holds
+  // the daemon. The launch path does not use gRPC (compact protocol, own workers).
+  grpc::ResourceQuota quota("gpubindd");
+  quota.SetMaxThreads(kMaxGrpcThreads);
+  builder.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     log::error("cannot start the gRPC server");

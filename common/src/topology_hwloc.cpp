@@ -405,6 +405,11 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
   // The whole node, even when this process runs inside a restricted cpuset.
   hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   const bool from_xml = !xml_path.empty();
+  // hwloc's x86 component reads CPUID by moving the calling thread onto every PU in turn: in
+  // slurmstepd (fallback) that is a thread of the job's step, and gpubindd's unit forbids
+  // sched_setaffinity. Linux sysfs already gives everything the planner uses.
+  if (!from_xml)
+    hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   if (from_xml) {
     struct stat st {};
     if (stat(xml_path.c_str(), &st) != 0) {
