@@ -377,11 +377,21 @@ int run_bench(const Args& args) {
 }
 
 int run(std::vector<std::string> argv) {
-  // --socket/--timeout may come before the command.
+  // --socket/--timeout may come before the command, as "--socket PATH" or "--socket=PATH".
   std::vector<std::string> global;
-  while (argv.size() >= 2 && (argv[0] == "--socket" || argv[0] == "--timeout")) {
-    global.insert(global.end(), argv.begin(), argv.begin() + 2);
-    argv.erase(argv.begin(), argv.begin() + 2);
+  auto is_global = [](const std::string& arg) {
+    return arg.rfind("--socket=", 0) == 0 || arg.rfind("--timeout=", 0) == 0;
+  };
+  while (!argv.empty()) {
+    if (is_global(argv[0])) {
+      global.push_back(argv[0]);
+      argv.erase(argv.begin());
+    } else if (argv.size() >= 2 && (argv[0] == "--socket" || argv[0] == "--timeout")) {
+      global.insert(global.end(), argv.begin(), argv.begin() + 2);
+      argv.erase(argv.begin(), argv.begin() + 2);
+    } else {
+      break;
+    }
   }
   if (argv.empty()) return fail(std::string("no command given\n") + kUsage);
   const std::string command = argv[0];

@@ -21,6 +21,7 @@
 #include "cli_args.h"
 #include "compact_server.h"
 #include "daemon_state.h"
+#include "gpubind/node.h"
 #include "gpubind/planner.h"
 #include "listener.h"
 #include "log.h"
@@ -28,7 +29,7 @@
 namespace gpubind::daemon {
 namespace {
 
-constexpr const char* kDefaultConfig = "/etc/gpubind/policy.conf";
+constexpr const char* kDefaultConfig = kDefaultPolicyPath;
 constexpr const char* kDefaultSocket = "/run/gpubind/gpubind.sock";
 constexpr auto kDrainDeadline = std::chrono::seconds(5);
 constexpr int kMaxGrpcThreads = 32;

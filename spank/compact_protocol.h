@@ -1,5 +1,5 @@
 // The compact plan protocol between the SPANK plugin and gpubindd, on gpubindd's socket next to
-// gRPC: loading a gRPC client costs slurmstepd ~10 ms per job step (dynamic linking of ~60
+// gRPC: loading a gRPC client costs slurmstepd ~13 ms per job step (dynamic linking of ~60
 // libraries), this costs nothing. The daemon tells the two apart by the first bytes a client
 // sends: gRPC's HTTP/2 preface, or kCompactMagic.
 //

@@ -71,7 +71,8 @@ Result<StepPlan> plan_in_process(const StepRequest& request) {
   const int rc = plan(encode(request).c_str(), &answer);
   const std::string text = answer ? answer : "no answer";
   release(answer);
-  // The library stays loaded: gRPC keeps threads that must not lose their code.
+  // The library stays loaded: the step may plan again, and unloading hwloc and protobuf buys
+  // nothing in a process that ends with the step.
   if (rc != 0) return make_error(text);
   return decode_plan(text);
 }

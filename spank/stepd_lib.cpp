@@ -1,6 +1,8 @@
 // libgpubind_stepd.so: the in-process fallback planner, loaded by the SPANK plugin in slurmstepd
 // only, and only when gpubindd cannot answer: it brings hwloc and the policy loader, which
 // srun, sbatch and salloc (they load every SPANK plugin) never need.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -16,7 +18,12 @@ namespace {
 
 Result<StepPlan> plan_in_process(const StepRequest& step, const PlanRequest& request) {
   NodeSources sources;
-  if (!step.policy.empty()) sources.policy_path = step.policy;
+  // The daemon's rule: the named policy, else the site's file when there is one.
+  if (!step.policy.empty()) {
+    sources.policy_path = step.policy;
+  } else if (access(kDefaultPolicyPath, F_OK) == 0) {
+    sources.policy_path = kDefaultPolicyPath;
+  }
   auto node = load_node(sources);
   if (!node) return node.error();
   auto plan = make_plan(node->topology, node->policy, request);

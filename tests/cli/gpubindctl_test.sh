@@ -78,6 +78,7 @@ check "bad gpu_order" 2 "order.conf: gpu_order names 1 GPUs but the node has 8" 
   -- "$ctl" topology --topology "$fixtures/lumi-g.xml" --policy "$tmp/order.conf"
 printf '<topology>' >"$tmp/broken.xml"
 check "broken xml" 2 "topology file '$tmp/broken.xml'" -- "$ctl" topology --topology "$tmp/broken.xml"
+check "--socket=PATH before the command" 1 "gpubindd at $tmp/none.sock" -- "$ctl" --socket="$tmp/none.sock" --timeout=300 status
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -19,7 +19,7 @@ enum class Placeholder {
   kNicNetdev,   // network interface of the NIC, e.g. hsn0 / ib0
   kNicRdma,     // RDMA device of the NIC, e.g. cxi0 / mlx5_0
   kNicIndex,    // the NIC's ordinal (N of cxiN / mlx5_N)
-  kNicMapping,  // Cray MPICH mapping of NIC ordinals to local ranks, "0:0-1;1:2-3"
+  kNicMapping,  // Cray MPICH mapping of NIC ordinals to local ranks, "0:0-1; 1:2-3"
   kCpus,        // CPU list, "49-55"
   kCpuMask,     // CPU hex mask, "0xfe000000000000"
   kNcpus,       // number of CPUs (hardware threads)

@@ -15,6 +15,9 @@ struct Node {
   SitePolicy policy;
 };
 
+// Where gpubindd and the in-process fallback look for the site policy when none is named.
+inline constexpr const char* kDefaultPolicyPath = "/etc/gpubind/policy.conf";
+
 struct NodeSources {
   // Policy file; nullopt = the built-in defaults.
   std::optional<std::string> policy_path;
