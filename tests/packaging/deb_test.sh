@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The Debian package as an admin installs it: `cpack -G DEB` lists every file it must ship, with
+# its conffiles and maintainer scripts; `dpkg -i` creates the gpubind user; the socket unit's
+# daemon, started by hand as systemd would (socket activation, the unit's ExecStart, user
+# gpubind), answers `gpubindctl status` for an unprivileged user; every man page is found by man;
+# `dpkg --purge` removes it all. Also: the source tarball holds every tracked source and the
+# RPM spec, and rpmbuild unpacks it with that spec.
+# Usage: deb_test.sh BUILD_DIR SOURCE_DIR   (exit 77 = skipped)
+set -uo pipefail
+build=$(cd "$1" && pwd)
+source_dir=$(cd "$2" && pwd)
+if [[ $(id -u) -ne 0 ]]; then echo "skipped: installing a package needs root"; exit 77; fi
+for cmd in cpack dpkg dpkg-deb systemd-socket-activate setpriv man; do
+  command -v "$cmd" >/dev/null || { echo "skipped: $cmd is needed"; exit 77; }
+done
+if dpkg-query -W -f='${Status}' gpubind 2>/dev/null | grep -q installed; then
+  echo "skipped: a gpubind package is installed on this machine; not touching it"; exit 77
+fi
+tmp=$(mktemp -d)
+activator=""
+cleanup() {
+  [[ -n "$activator" ]] && kill "$activator" 2>/dev/null
+  pkill -u gpubind -x gpubindd 2>/dev/null
+  dpkg --purge gpubind >/dev/null 2>&1
+  rm -rf "$tmp" /run/gpubind
+}
+trap cleanup EXIT
+passed=0
+failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+
+(cd "$build" && cpack -G DEB -B "$tmp" >"$tmp/cpack.log" 2>&1) || { bad "cpack -G DEB" "$(tail -5 "$tmp/cpack.log")"; exit 1; }
+deb=$(ls "$tmp"/gpubind_*.deb)
+plugin_dir=$(sed -nE 's/^GPUBIND_SLURM_PLUGIN_DIR:[A-Z]+=(.*)$/\1/p' "$build/CMakeCache.txt")
+listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
+missing=()
+for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check \
+  "usr/$plugin_dir/spank_gpubind.so" "usr/$plugin_dir/libgpubind_stepd.so" \
+  lib/systemd/system/gpubindd.service lib/systemd/system/gpubindd.socket \
+  usr/lib/sysusers.d/gpubind.conf etc/gpubind/policy.conf etc/slurm/plugstack.conf.d/gpubind.conf \
+  usr/share/man/man8/gpubindd.8.gz usr/share/man/man1/gpubindctl.1.gz \
+  usr/share/man/man1/gpubind-check.1.gz usr/share/man/man5/gpubind.conf.5.gz \
+  usr/share/man/man8/spank-gpubind.8.gz usr/share/doc/gpubind/README.md \
+  usr/share/doc/gpubind/admin.md usr/share/doc/gpubind/user.md \
+  usr/share/doc/gpubind/images/lumi-g-plan.svg usr/share/gpubind/policies/lumi-g.conf; do
+  grep -qE " \./$path\$" <<<"$listing" || missing+=("$path")
+done
+((${#missing[@]} == 0)) && ok "dpkg -c lists every file ($(grep -c '^-' <<<"$listing") files)" ||
+  bad "dpkg -c lacks" "${missing[@]}"
+grep -qE '^-rwxr-xr-x \./usr/sbin/gpubindd$' <<<"$listing" && ok "gpubindd is executable" || bad "gpubindd mode"
+control=$(dpkg-deb -I "$deb")
+[[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles) == $'/etc/gpubind/policy.conf\n/etc/slurm/plugstack.conf.d/gpubind.conf' ]] &&
+  ok "both configuration files are conffiles" || bad "conffiles" "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)"
+for script in postinst prerm postrm; do
+  grep -q " $script " <<<"$control" || bad "no $script"
+done
+grep -qE '^ Depends: .*libhwloc15.*' <<<"$control" && ok "dependencies from the binaries (shlibdeps)" || bad "Depends" "$control"
+echo "package size $(stat -c %s "$deb") bytes; $(grep -E '^ Installed-Size' <<<"$control" | sed 's/^ //') KiB"
+
+# Install as an admin would.
+dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 && ok "dpkg -i" || { bad "dpkg -i" "$(cat "$tmp/dpkg.log")"; exit 1; }
+id gpubind >/dev/null 2>&1 && ok "the maintainer scripts created the gpubind user" || bad "no gpubind user"
+for page in gpubindd.8 gpubindctl.1 gpubind-check.1 gpubind.conf.5 spank-gpubind.8; do
+  name=${page%.*} section=${page##*.}
+  if man -w "$section" "$name" >/dev/null 2>&1 && [[ -n $(MANWIDTH=80 man "$section" "$name" 2>/dev/null | head -3) ]]; then
+    :
+  else bad "man $section $name"; fi
+done
+ok "man finds and renders the five installed pages"
+
+# The socket unit's daemon, by hand: listen as gpubindd.socket does, start the unit's ExecStart as
+# its User= on the first connection, with the socket passed in (LISTEN_FDS).
+exec_start=$(sed -nE 's/^ExecStart=(.*)$/\1/p' /lib/systemd/system/gpubindd.service)
+listen=$(sed -nE 's/^ListenStream=(.*)$/\1/p' /lib/systemd/system/gpubindd.socket)
+mode=$(sed -nE 's/^SocketMode=(.*)$/\1/p' /lib/systemd/system/gpubindd.socket)
+user=$(sed -nE 's/^User=(.*)$/\1/p' /lib/systemd/system/gpubindd.service)
+mkdir -p "$(dirname "$listen")"
+rm -f "$listen"
+# shellcheck disable=SC2086
+systemd-socket-activate -l "$listen" setpriv --reuid="$user" --regid="$user" --init-groups \
+  $exec_start >"$tmp/daemon.log" 2>&1 &
+activator=$!
+for _ in $(seq 100); do grep -q "^Listening on" "$tmp/daemon.log" && break; sleep 0.05; done
+chmod "$mode" "$listen"
+status=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl status 2>&1)
+if [[ "$status" == *"(socket-activated)"* && "$status" == *"policy    /etc/gpubind/policy.conf (generation 1)"* ]]; then
+  ok "an unprivileged user's gpubindctl status reaches the socket-activated daemon"
+else
+  bad "gpubindctl status" "$status" "$(cat "$tmp/daemon.log")"
+fi
+owner=$(ps -o user= -C gpubindd | head -1)
+[[ "$owner" == gpubind ]] && ok "gpubindd runs as the gpubind user" || bad "gpubindd runs as '$owner'"
+plan=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl plan --ntasks 1 2>&1)
+[[ "$plan" == rank* ]] && ok "plan from the installed daemon" || bad "plan" "$plan"
+kill "$activator" 2>/dev/null
+pkill -u gpubind -x gpubindd
+activator=""
+
+dpkg --purge gpubind >"$tmp/purge.log" 2>&1 && ok "dpkg --purge" || bad "dpkg --purge" "$(cat "$tmp/purge.log")"
+left=$(for f in /usr/sbin/gpubindd /etc/gpubind/policy.conf "/usr/$plugin_dir/spank_gpubind.so"; do [[ -e $f ]] && echo "$f"; done)
+[[ -z "$left" ]] && ok "nothing left after purge" || bad "left after purge" "$left"
+
+# The source tarball: every tracked source (the CI script aside) and the spec rpmbuild unpacks.
+if command -v git >/dev/null && git -C "$source_dir" rev-parse >/dev/null 2>&1; then
+  (cd "$build" && cpack --config CPackSourceConfig.cmake -B "$tmp" >"$tmp/source.log" 2>&1) || bad "source package" "$(tail -3 "$tmp/source.log")"
+  tarball=$(ls "$tmp"/gpubind-*-Source.tar.gz)
+  tar tzf "$tarball" | sed -E 's|^[^/]+/||' | grep -v '/$' | sort >"$tmp/tar.txt"
+  missing=$(git -C "$source_dir" ls-files | grep -v '^\.ci/' | sort | comm -23 - "$tmp/tar.txt")
+  [[ -z "$missing" ]] && ok "the source tarball holds every tracked file" || bad "source tarball lacks" "$missing"
+  if command -v rpmbuild >/dev/null; then
+    rpmbuild --nodeps -tp "$tarball" --define "_topdir $tmp/rpm" >"$tmp/rpm.log" 2>&1 &&
+      [[ -f "$tmp/rpm/BUILD/$(basename "$tarball" .tar.gz)/packaging/rpm/gpubind.spec" ]] &&
+      ok "rpmbuild -tp unpacks the tarball with its spec" || bad "rpmbuild -tp" "$(tail -5 "$tmp/rpm.log")"
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))
