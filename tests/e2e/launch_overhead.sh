@@ -3,7 +3,7 @@
 # rounds of each pair of commands, medians and their ratio.
 #   srun -n8 -O --gpu-bind-auto true   vs   srun -n8 -O true        (binding, with the daemon)
 #   srun -n1 true with the plugin in plugstack.conf  vs  without     (loading the plugin)
-# Usage: launch_overhead.sh BUILD_DIR [ROUNDS]
+# Usage: launch_overhead.sh BUILD_DIR [ROUNDS]   ($LAUNCH_JSON, if set, gets one JSON line a pair)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 rounds=${2:-30}
@@ -35,6 +35,8 @@ pair() {  # pair NAME SETUP_A "CMD A" SETUP_B "CMD B"
   mb=$(printf '%s\n' "${b[@]}" | median)
   printf '%-40s %8s ms   %-40s %8s ms   ratio %.3f\n' "$cmd_a" "$ma" "$cmd_b" "$mb" \
     "$(echo "$ma / $mb" | bc -l)"
+  printf '{"pair":"%s","a":"%s","a_ms":%s,"b":"%s","b_ms":%s,"rounds":%d}\n' "$name" "$cmd_a" "$ma" \
+    "$cmd_b" "$mb" "$rounds" >>"${LAUNCH_JSON:-/dev/null}"
 }
 
 echo "$rounds alternating rounds, medians"
