@@ -1,8 +1,13 @@
-// Planner speed on real-shaped nodes: the LUMI-G fixture (128 PUs, 8 GCDs) and a 1024-PU node.
+// Planner speed on real-shaped nodes: the LUMI-G fixture (128 PUs, 8 GCDs) with its policy, every
+// fixture for 1, G and 4G tasks (BM_Plan/FIXTURE/TASKS), and a 1024-PU node.
 // Run: build/bin/gpubind_bench [--benchmark_repetitions=9 --benchmark_report_aggregates_only=true]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
 
 #include "../tests/support/synthetic.h"
 #include "gpubind/planner.h"
@@ -67,7 +72,40 @@ void BM_LoadLumiGXml(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadLumiGXml)->Unit(benchmark::kMicrosecond);
 
+// One benchmark per fixture and task count: 1 task, one per GPU, four per GPU.
+void register_fixture_benchmarks() {
+  std::set<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(GPUBIND_FIXTURES)) {
+    if (entry.path().extension() == ".xml") files.insert(entry.path());
+  }
+  for (const auto& path : files) {
+    auto loaded = load_topology_xml(path.string(), SitePolicy::default_nic_patterns());
+    if (!loaded) std::abort();
+    auto topology = std::make_shared<Topology>(std::move(*loaded));
+    const int gpus = std::max<int>(1, static_cast<int>(topology->gpus.size()));
+    for (const int ntasks : std::set<int>{1, gpus, 4 * gpus}) {
+      const std::string name = "BM_Plan/" + path.stem().string() + "/" + std::to_string(ntasks);
+      benchmark::RegisterBenchmark(name.c_str(), [topology, ntasks](benchmark::State& state) {
+        PlanRequest request;
+        request.ntasks = ntasks;
+        for (auto _ : state) {
+          auto plan = make_plan(*topology, SitePolicy(), request);
+          if (!plan) state.SkipWithError(plan.error().message.c_str());
+          benchmark::DoNotOptimize(plan);
+        }
+      })->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpubind
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  gpubind::register_fixture_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
