@@ -8,24 +8,8 @@
 set -uo pipefail
 build=$(cd "$1" && pwd)
 steps=${2:-50}
-here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/slurm-cluster
-check=$build/bin/gpubind-check
-ctl=$build/bin/gpubindctl
-
-if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 0; fi
-for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
-  command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 0; }
-done
-
-dir=$(mktemp -d /tmp/gpubind-steps-XXXXXX)
-cleanup() { "$cluster" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
-eval "$("$cluster" start "$dir" --nodes 1 --build "$build")" || { echo "cluster did not start"; exit 1; }
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+source "$(dirname "$0")/lib.sh"
+e2e_start_cluster steps 1
 requests() { "$ctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
 
 # The job: start every step, count how many are alive at once, wait for all.
@@ -76,7 +60,5 @@ done
 ((${#problems[@]} == 0)) && ok "$steps steps: every task bound by the daemon, disjoint CPUs and GPUs, same plan" ||
   bad "step plans" "${problems[@]}"
 
-states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
-[[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+e2e_no_node_drained
+e2e_finish

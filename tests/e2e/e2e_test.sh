@@ -5,25 +5,9 @@
 # Usage: e2e_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/slurm-cluster
-check=$build/bin/gpubind-check
-
-if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 0; fi
-for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
-  command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 0; }
-done
-
-dir=$(mktemp -d /tmp/gpubind-e2e-XXXXXX)
-cleanup() { "$cluster" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"; }
-trap cleanup EXIT
-eval "$("$cluster" start "$dir" --nodes 2 --build "$build")" || { echo "cluster did not start"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+e2e_start_cluster e2e 2
 ncpus=$(nproc)
-
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
 
 # run NAME CMD...: runs with a 60 s limit; sets $out (stdout+stderr) and $rc.
 run() {
@@ -176,8 +160,5 @@ run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
 [[ "$out" == *"[daemon]"* ]] && ok "daemon back: plans come from it again" || bad "daemon back" "$out"
 
 # --- nothing left behind -------------------------------------------------------------------------
-states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
-[[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
-
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+e2e_no_node_drained
+e2e_finish

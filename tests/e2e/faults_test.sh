@@ -6,24 +6,8 @@
 # Usage: faults_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/slurm-cluster
-check=$build/bin/gpubind-check
-ctl=$build/bin/gpubindctl
-
-if [[ $(id -u) -ne 0 ]]; then echo "fault tests need root (munged, slurmd): skipped"; exit 0; fi
-for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
-  command -v "$cmd" >/dev/null || { echo "$cmd not installed: fault tests skipped"; exit 0; }
-done
-
-dir=$(mktemp -d /tmp/gpubind-faults-XXXXXX)
-cleanup() {
-  [[ -f "$dir/run/gpubindd.pid" ]] && kill -CONT "$(cat "$dir/run/gpubindd.pid")" 2>/dev/null
-  "$cluster" stop "$dir" >/dev/null 2>&1
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-eval "$("$cluster" start "$dir" --nodes 1 --build "$build")" || { echo "cluster did not start"; exit 1; }
+source "$(dirname "$0")/lib.sh"
+e2e_start_cluster faults 1
 socket=$dir/run/gpubind.sock
 policy=$dir/etc/policy.conf
 topology=$dir/etc/node.xml
@@ -31,10 +15,6 @@ cp "$policy" "$dir/policy.good"
 
 timeout_ms=1000
 deadline_s=5 # timeout_ms plus a generous launch: a launch that takes longer counts as hung
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
 
 daemon_pid() { cat "$dir/run/gpubindd.pid" 2>/dev/null; }
 # Starts gpubindd (extra arguments go to it) and waits until it answers, not just until the
@@ -98,6 +78,16 @@ launch() {
     bad "$fault, launch ${launches[$fault]}: $problem" "$out"
   fi
   last_out=$out
+}
+
+# SIGHUP, then the daemon's status once it reports the refused reload ($status).
+reload_refused() {
+  kill -HUP "$(daemon_pid)"
+  for _ in $(seq 50); do
+    "$ctl" --socket "$socket" status | grep -q "last reload refused" && break
+    sleep 0.1
+  done
+  status=$("$ctl" --socket "$socket" status)
 }
 
 repeat() { # repeat N FAULT EXPECT
@@ -172,12 +162,7 @@ daemon_up || bad "daemon restart"
 generation() { "$ctl" --socket "$socket" status --json | sed -nE 's/.*"policy_generation":([0-9]+).*/\1/p'; }
 before=$(generation)
 printf 'reserved_cpus: "0-x"\n' >"$policy"
-kill -HUP "$(daemon_pid)"
-for _ in $(seq 50); do
-  "$ctl" --socket "$socket" status | grep -q "last reload refused" && break
-  sleep 0.1
-done
-status=$("$ctl" --socket "$socket" status)
+reload_refused
 [[ "$status" == *"last reload refused: $policy:"* && $(generation) == "$before" ]] &&
   ok "corrupt policy: reload refused, status names the file, generation $before kept" || bad "corrupt policy status" "$status"
 repeat 10 "policy corrupted + SIGHUP" daemon
@@ -191,12 +176,7 @@ daemon_up || bad "daemon restart"
 
 # --- topology XML gone ---------------------------------------------------------------------------
 mv "$topology" "$topology.away"
-kill -HUP "$(daemon_pid)"
-for _ in $(seq 50); do
-  "$ctl" --socket "$socket" status | grep -q "last reload refused" && break
-  sleep 0.1
-done
-status=$("$ctl" --socket "$socket" status)
+reload_refused
 [[ "$status" == *"last reload refused"*"$topology"* ]] &&
   ok "topology gone: reload refused, the old topology keeps serving" || bad "topology gone status" "$status"
 repeat 10 "topology XML gone + SIGHUP" daemon
@@ -228,8 +208,5 @@ echo "faulted launches: $faulted ($fallback_launches under on_error=fallback: $f
   ok "$faulted faulted launches, 0 hung, 0 failed under fallback" ||
   bad "faulted launches: $faulted, hung $all_hung, failed under fallback $fallback_failed"
 
-states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
-[[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
-
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+e2e_no_node_drained
+e2e_finish

@@ -1,0 +1,46 @@
+# Shared by the end-to-end test scripts: source it after setting $build (the build directory).
+# e2e_start_cluster NAME NODES starts a cluster in a fresh /tmp folder ($dir) and stops it on exit;
+# ok/bad count results; e2e_finish prints the count and sets the exit status.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cluster=$here/slurm-cluster
+check=$build/bin/gpubind-check
+ctl=$build/bin/gpubindctl
+passed=0
+failed=0
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+
+# Skips the whole script (exit 0 with a reason) where a Slurm cluster cannot be started.
+e2e_require_cluster() {
+  if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 0; fi
+  local cmd
+  for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
+    command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 0; }
+  done
+}
+
+e2e_cleanup() {
+  # A daemon left stopped (SIGSTOP) by a fault test must be able to stop.
+  [[ -f "$dir/run/gpubindd.pid" ]] && kill -CONT "$(cat "$dir/run/gpubindd.pid")" 2>/dev/null
+  "$cluster" stop "$dir" >/dev/null 2>&1
+  rm -rf "$dir"
+}
+
+e2e_start_cluster() {  # e2e_start_cluster NAME NODES
+  e2e_require_cluster
+  dir=$(mktemp -d "/tmp/gpubind-$1-XXXXXX")
+  trap e2e_cleanup EXIT
+  eval "$("$cluster" start "$dir" --nodes "$2" --build "$build")" || { echo "cluster did not start"; exit 1; }
+}
+
+e2e_no_node_drained() {
+  local states
+  states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
+  [[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
+}
+
+e2e_finish() {
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}
