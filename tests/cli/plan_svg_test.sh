@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `gpubindctl plan --svg`: the picture is well-formed SVG that renders to PNG on every fixture,
 # the one in docs/ is current, and a failed write leaves nothing behind.
-# Usage: plan_svg_test.sh PATH/TO/gpubindctl SOURCE_DIR   (exit 77 = skipped)
+# Usage: plan_svg_test.sh PATH/TO/gpubindctl SOURCE_DIR [SHARED_TOPOLOGIES_DIR]   (exit 77 = skipped)
 set -uo pipefail
 ctl=$1
 source_dir=$2
+shared=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -22,7 +23,10 @@ cd "$source_dir"
 png_size() { python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); print(*struct.unpack(">II", d[16:24]))' "$1"; }
 well_formed() { python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$1"; }
 
-for xml in tests/fixtures/*.xml; do
+dumps=(tests/fixtures/*.xml)
+if [[ -n "$shared" && -d "$shared" ]]; then dumps+=("$shared"/*.xml); else
+  echo "note: no shared topologies at '${shared:-unset}': drawing the project's fixtures only"; fi
+for xml in "${dumps[@]}"; do
   name=$(basename "$xml" .xml)
   svg=$tmp/$name.svg
   if ! "$ctl" plan --topology "$xml" --ntasks 8 --svg "$svg" >/dev/null 2>"$tmp/err"; then
