@@ -23,6 +23,7 @@ most=0
 for _ in \$(seq 40); do
   alive=\$(squeue -h -s -j "\$SLURM_JOB_ID" -o %i | grep -vcE '\.(batch|extern)\$')
   ((alive > most)) && most=\$alive
+  ((most == $steps)) && break
   sleep 0.25
 done
 wait
