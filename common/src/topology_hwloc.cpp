@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <type_traits>
 
 #include "gpubind/policy.h"
 
@@ -20,6 +21,16 @@ namespace gpubind {
 namespace {
 
 using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_destroy)>;
+
+// hwloc keeps whatever number an XML file gives in its enum fields (bridge and OS device types),
+// even outside the enum, and loading such a value as the enum is undefined: read the bytes.
+template <class Enum>
+unsigned enum_value(const Enum& field) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) <= sizeof(unsigned));
+  unsigned value = 0;
+  std::memcpy(&value, &field, sizeof field);
+  return value;
+}
 
 CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
   CpuSet set;
@@ -189,10 +200,10 @@ class Loader {
       pci = pci->parent;
     if (!pci || !pci->parent || pci->parent->type != HWLOC_OBJ_BRIDGE) return -1;
     hwloc_obj_t port = pci->parent;
-    if (port->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) return -1;
+    if (enum_value(port->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) return -1;
     hwloc_obj_t above = port->parent;
     if (above && above->type == HWLOC_OBJ_BRIDGE &&
-        above->attr->bridge.upstream_type != HWLOC_OBJ_BRIDGE_HOST) {
+        enum_value(above->attr->bridge.upstream_type) != HWLOC_OBJ_BRIDGE_HOST) {
       return static_cast<int>(above->gp_index);
     }
     return static_cast<int>(port->gp_index);
@@ -296,7 +307,10 @@ class Loader {
     std::map<hwloc_obj_t, std::vector<hwloc_obj_t>> groups;
     hwloc_obj_t os = nullptr;
     while ((os = hwloc_get_next_osdev(topo_, os))) {
-      if (std::find(types.begin(), types.end(), os->attr->osdev.type) == types.end()) continue;
+      const unsigned type = enum_value(os->attr->osdev.type);
+      if (std::none_of(types.begin(), types.end(),
+                       [type](hwloc_obj_osdev_type_t t) { return enum_value(t) == type; }))
+        continue;
       // Sub-devices (PVC tiles) may hang below their device's OS device: group by PCI device.
       hwloc_obj_t parent = os->parent;
       while (parent && parent->type == HWLOC_OBJ_OS_DEVICE)
@@ -361,7 +375,7 @@ class Loader {
       bool slingshot = false;
       for (hwloc_obj_t os : osdevs) {
         const std::string name = os->name ? os->name : "";
-        const bool is_net = os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK;
+        const bool is_net = enum_value(os->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK;
         if (is_net && nic.netdev.empty()) nic.netdev = name;
         if (!is_net && nic.rdma.empty()) nic.rdma = name;
         const int rank = pattern_rank(name);

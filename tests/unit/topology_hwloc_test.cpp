@@ -185,6 +185,29 @@ TEST(TopologyHwloc, CpuNumbersBeyondTheSupportedRangeAreRefused) {
       << loaded.error().message;
 }
 
+// hwloc keeps out-of-range bridge and OS device types from XML; reading them must stay defined
+// (found by fuzzing: clang's -fsanitize=enum in the fuzz build flagged the load).
+TEST(TopologyHwloc, OutOfRangeDeviceTypesFromXmlAreHandled) {
+  std::ifstream in(fixture_path("a100-pcionly.xml"));
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace_all = [&xml](const std::string& from, const std::string& to) {
+    int count = 0;
+    for (size_t at = xml.find(from); at != std::string::npos; at = xml.find(from, at + to.size())) {
+      xml.replace(at, from.size(), to);
+      ++count;
+    }
+    return count;
+  };
+  ASSERT_GT(replace_all("bridge_type=\"1-1\"", "bridge_type=\"77-1\""), 0);
+  ASSERT_GT(replace_all("osdev_type=\"2\"", "osdev_type=\"99\""), 0);
+  const std::string path = ::testing::TempDir() + "/gpubind-odd-types.xml";
+  std::ofstream(path) << xml;
+  auto loaded = load_topology_xml(path, SitePolicy::default_nic_patterns());
+  std::remove(path.c_str());
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->gpus.size(), fixture("a100-pcionly").gpus.size());
+}
+
 TEST(GpuOrder, ReordersByBusIdOrIndex) {
   Topology t = fixture("a100-pcionly");
   ASSERT_TRUE(apply_gpu_order(t, {"0000:c1:00.0", "81:00.0", "1", "0"}));
