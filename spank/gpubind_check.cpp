@@ -18,15 +18,18 @@ namespace {
 constexpr const char* kUsage =
     "usage: gpubind-check [--json]\n"
     "Prints one line per task: rank, local rank, host, allowed CPUs (from the kernel), GPU\n"
-    "visibility, NIC and OpenMP environment, and whether gpubind bound the task.\n";
+    "visibility, NIC and OpenMP environment, and what gpubind planned for it (GPUBIND_*).\n";
 
 const std::vector<const char*> kGpuVars = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                            "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
                                            "GPU_DEVICE_ORDINAL"};
 const std::vector<const char*> kNicVars = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES",
                                            "MPICH_OFI_NIC_POLICY", "MPICH_OFI_NIC_MAPPING"};
-const std::vector<const char*> kOtherVars = {"OMP_NUM_THREADS", "OMP_PLACES",  "OMP_PROC_BIND",
-                                             "GPUBIND_BOUND",   "GPUBIND_NIC", "GPUBIND_NUMA"};
+// gpubind's own variables: the plan as the plugin gave it (GPUBIND_CPUS beside the kernel's CPUs
+// shows a binding changed after the plugin, GPUBIND_GPU_PCI names the GPU by its bus id).
+const std::vector<const char*> kOtherVars = {"OMP_NUM_THREADS", "OMP_PLACES",   "OMP_PROC_BIND",
+                                             "GPUBIND_BOUND",   "GPUBIND_CPUS", "GPUBIND_GPUS",
+                                             "GPUBIND_GPU_PCI", "GPUBIND_NIC",  "GPUBIND_NUMA"};
 
 std::string env_or(const char* name, const char* fallback) {
   const char* value = std::getenv(name);

@@ -18,8 +18,9 @@ field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
 lines_with() { grep -c -- "$1" <<<"$out" || true; }
 
 # check_tasks NAME NTASKS [nogpu]: every JSON line of gpubind-check in $out is bound, owns CPUs
-# disjoint from the other tasks of its node while tasks fit the cores, and (unless nogpu) sees one
-# distinct GPU from its step, with CUDA_VISIBLE_DEVICES renumbered for HIP.
+# disjoint from the other tasks of its node while tasks fit the cores, exactly as GPUBIND_CPUS says,
+# and (unless nogpu) sees one distinct GPU from its step, named by its bus id in GPUBIND_GPU_PCI,
+# with CUDA_VISIBLE_DEVICES renumbered for HIP.
 check_tasks() {
   local name=$1 want=$2 gpus=${3:-gpu} json nodes node tasks cpus seen_cpus seen_gpus problems=()
   json=$(grep '^{' <<<"$out")
@@ -35,7 +36,10 @@ check_tasks() {
       cpus=$(field cpus "$line")
       [[ -n "$cpus" ]] || problems+=("empty CPU set")
       seen_cpus+="$cpus "
+      [[ "$(field GPUBIND_CPUS "$line")" == "$cpus" ]] || problems+=("kernel CPUs are not GPUBIND_CPUS: $line")
       [[ $gpus == nogpu ]] && continue
+      [[ "$(field GPUBIND_GPU_PCI "$line")" =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$ ]] ||
+        problems+=("no GPU bus id in GPUBIND_GPU_PCI: $line")
       seen_gpus+="$(field ROCR_VISIBLE_DEVICES "$line") "
       [[ -n "$(field ROCR_VISIBLE_DEVICES "$line")" ]] || problems+=("no ROCR_VISIBLE_DEVICES: $line")
       [[ "$(field CUDA_VISIBLE_DEVICES "$line")" == "0" ]] || problems+=("CUDA_VISIBLE_DEVICES not renumbered: $line")
