@@ -2,8 +2,13 @@
 // on the matching fixture node.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include "../support/invariants.h"
 #include "gpubind/node.h"
+#include "gpubind/policy_loader.h"
 
 namespace gpubind {
 namespace {
@@ -67,6 +72,54 @@ TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
       hca |= var.name == "NCCL_IB_HCA" && var.value == nic.rdma;
     EXPECT_TRUE(hca) << r;
   }
+}
+
+bool same_templates(const std::vector<EnvTemplate>& a, const std::vector<EnvTemplate>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].value != b[i].value || a[i].when != b[i].when ||
+        a[i].only_if_unset != b[i].only_if_unset) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void expect_defaults(const SitePolicy& policy) {
+  const SitePolicy defaults;
+  EXPECT_EQ(policy.reserved_cpus.to_list(), defaults.reserved_cpus.to_list());
+  EXPECT_EQ(policy.reserve_first_core_per_l3, defaults.reserve_first_core_per_l3);
+  EXPECT_EQ(policy.nic_patterns, defaults.nic_patterns);
+  EXPECT_EQ(policy.smt, defaults.smt);
+  EXPECT_EQ(policy.order, defaults.order);
+  EXPECT_EQ(policy.gpu_order, defaults.gpu_order);
+  EXPECT_TRUE(same_templates(policy.gpu_env, defaults.gpu_env));
+  EXPECT_TRUE(same_templates(policy.nic_env, defaults.nic_env));
+  EXPECT_TRUE(same_templates(policy.omp_env, defaults.omp_env));
+  EXPECT_EQ(policy.omp_places, defaults.omp_places);
+  EXPECT_EQ(policy.topology_file, defaults.topology_file);
+}
+
+// /etc/gpubind/policy.conf as packaged: an admin who uncomments any of its settings keeps the
+// built-in default that line claims to show.
+TEST(SitePolicies, ThePackagedPolicyFileShowsTheDefaults) {
+  std::ifstream in(std::string(GPUBIND_POLICIES) + "/../etc/policy.conf");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto as_shipped = parse_policy(text.str(), "policy.conf");
+  ASSERT_TRUE(as_shipped) << as_shipped.error().message;
+  expect_defaults(*as_shipped);
+
+  const std::regex setting_line(R"(#[a-z_]+(: | \{).*)");
+  std::string uncommented, line;
+  for (std::istringstream lines(text.str()); std::getline(lines, line);) {
+    uncommented += (std::regex_match(line, setting_line) ? line.substr(1) : line) + "\n";
+  }
+  ASSERT_NE(uncommented, text.str());
+  auto every_line_on = parse_policy(uncommented, "policy.conf");
+  ASSERT_TRUE(every_line_on) << every_line_on.error().message;
+  expect_defaults(*every_line_on);
 }
 
 }  // namespace
