@@ -35,10 +35,17 @@ bool hwloc_survives(const std::string& path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// The file each input is written to (hwloc imports files), removed when the fuzzer exits.
+struct ScratchFile {
+  std::string path = "/tmp/gpubind-fuzz-" + std::to_string(getpid()) + ".xml";
+  ~ScratchFile() { std::remove(path.c_str()); }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/gpubind-fuzz-" + std::to_string(getpid()) + ".xml";
+  static const ScratchFile scratch;
+  const std::string& path = scratch.path;
   FILE* file = std::fopen(path.c_str(), "wb");
   if (!file) return 0;
   std::fwrite(data, 1, size, file);

@@ -1,0 +1,101 @@
+// The daemon's side of the compact protocol on arbitrary bytes, as the plugin's path reaches it:
+// the bytes arrive on a real socket (header, length, step text), gpubindd's handler frames,
+// decodes, plans on the LUMI-G fixture through the real BinderService and answers. Whatever the
+// bytes, the answer is absent (the request never arrived whole), or one well-framed answer; a plan
+// answered has one binding per task, each inside the step's CPUs.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "binder_service.h"
+#include "compact_protocol.h"
+#include "compact_server.h"
+#include "daemon_state.h"
+#include "gpubind/cpuset.h"
+#include "log.h"
+#include "step_text.h"
+
+using namespace gpubind;
+
+namespace {
+
+daemon::BinderService& service() {
+  static daemon::BinderService* instance = [] {
+    log::set_level(log::Level::kError);
+    auto state = daemon::load_state({std::string(GPUBIND_FIXTURES) + "/lumi-g.policy",
+                                     std::string(GPUBIND_FIXTURES) + "/lumi-g.xml"},
+                                    nullptr);
+    if (!state) std::abort();
+    return new daemon::BinderService(*state, false);
+  }();
+  return *instance;
+}
+
+uint32_t little_endian_u32(const uint8_t* bytes) {
+  uint32_t value = 0;
+  for (int i = 0; i < 4; ++i)
+    value |= static_cast<uint32_t>(bytes[i]) << (8 * i);
+  return value;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(fd, chunk, sizeof chunk)) > 0)
+    out.append(chunk, static_cast<size_t>(n));
+  return out;
+}
+
+void check_plan(const std::string& request_text, const std::string& plan_text) {
+  auto plan = spank::decode_plan(plan_text);
+  if (!plan) std::abort();  // the daemon answered a plan the plugin cannot read
+  auto request = spank::decode_request(request_text);
+  if (!request) std::abort();  // planned a request that does not decode
+  if (static_cast<int>(plan->tasks.size()) != request->ntasks) std::abort();
+  if (request->allowed_cpus.empty()) return;
+  auto allowed = CpuSet::parse_list(request->allowed_cpus);
+  if (!allowed) std::abort();
+  for (const auto& task : plan->tasks) {
+    auto cpus = CpuSet::parse_list(task.cpus);
+    if (!cpus || cpus->empty() || !cpus->is_subset_of(*allowed)) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  constexpr size_t kHeader = sizeof compact::kMagic + 4;
+  // Inputs stay below a socket buffer, so writing them all before serving cannot block.
+  if (size > 64 * 1024) return 0;
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
+  if (size > 0 && write(fds[0], data, size) != static_cast<ssize_t>(size)) std::abort();
+  shutdown(fds[0], SHUT_WR);  // the client has said everything: no waiting for the deadline
+  daemon::serve_compact_connection(fds[1], service());  // closes fds[1]
+  const std::string answer = read_all(fds[0]);
+  close(fds[0]);
+
+  const uint32_t length = size >= kHeader ? little_endian_u32(data + sizeof compact::kMagic) : 0;
+  const bool too_long = size >= kHeader && length > compact::kMaxRequestBytes;
+  const bool whole = size >= kHeader && size - kHeader >= length;
+  if (!too_long && !whole) {
+    if (!answer.empty()) std::abort();  // answered a request that never arrived whole
+    return 0;
+  }
+  if (answer.size() < 5) std::abort();
+  const auto status = static_cast<uint8_t>(answer[0]);
+  const uint32_t text_size = little_endian_u32(reinterpret_cast<const uint8_t*>(answer.data()) + 1);
+  if (text_size != answer.size() - 5) std::abort();
+  if (status == compact::kStatusRefused) {
+    if (text_size == 0) std::abort();  // a refusal always says why
+    return 0;
+  }
+  if (status != compact::kStatusPlan || too_long) std::abort();
+  check_plan(std::string(reinterpret_cast<const char*>(data) + kHeader, length), answer.substr(5));
+  return 0;
+}
