@@ -21,6 +21,14 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
       gpus.push_back({index, token});
     request.gpus = std::move(gpus);
   }
+  // Counts are 0 ("not given") or more, on every path: the daemon's protobuf has no negatives.
+  const std::pair<int, const char*> counts[] = {{step.cpus_per_task, "cpus_per_task"},
+                                                {step.gpus_per_task, "gpus_per_task"},
+                                                {step.tasks_per_gpu, "tasks_per_gpu"}};
+  for (const auto& [value, name] : counts) {
+    if (value < 0)
+      return make_error(std::string(name) + " is negative (" + std::to_string(value) + ")");
+  }
   request.cpus_per_task = step.cpus_per_task;
   request.gpus_per_task = step.gpus_per_task;
   request.tasks_per_gpu = step.tasks_per_gpu;

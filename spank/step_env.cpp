@@ -1,5 +1,6 @@
 #include "step_env.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace gpubind::spank {
@@ -87,6 +88,33 @@ int count_from_env(const EnvLookup& env, const std::string& name) {
   return number.value_or(0);
 }
 
+namespace {
+
+// Where the task's GPUs sit in the primary variable's list, which runtimes applying a variable
+// after the primary count in: "0,1" when the plan set the primary to the task's tokens; their
+// positions in the step's own list when the site's policy leaves the primary as Slurm set it.
+std::optional<std::string> positions_in_primary(const EnvLookup& step_env, const TaskBinding& task,
+                                                const std::string& primary) {
+  const std::vector<std::string> tokens = split_list(task.tokens);
+  const bool plan_sets_primary = std::any_of(
+      task.env.begin(), task.env.end(), [&](const TaskEnv& var) { return var.name == primary; });
+  std::vector<std::string> listed = tokens;
+  if (!plan_sets_primary) {
+    const auto value = step_env(primary);
+    if (!value) return std::nullopt;  // nothing applied first: the tokens stand on their own
+    listed = split_list(*value);
+  }
+  std::string positions;
+  for (const std::string& token : tokens) {
+    const auto at = std::find(listed.begin(), listed.end(), token);
+    if (at == listed.end()) return std::nullopt;
+    positions += (positions.empty() ? "" : ",") + std::to_string(at - listed.begin());
+  }
+  return positions;
+}
+
+}  // namespace
+
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
                                                     const TaskBinding& task) {
   static const char* const kVariables[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
@@ -96,16 +124,14 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
                               : task.vendor == "intel"  ? "ZE_AFFINITY_MASK"
                               : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
                                                         : "";
-  std::string from_zero;
-  for (int i = 0; i < task.ngpus; ++i)
-    from_zero += (i ? "," : "") + std::to_string(i);
   std::vector<VisibilityUpdate> updates;
   if (primary.empty() || task.ngpus == 0) return updates;
+  const std::optional<std::string> after_primary =
+      task.vendor == "amd" ? positions_in_primary(step_env, task, primary) : std::nullopt;
   for (const char* name : kVariables) {
     if (name == primary || !step_env(name)) continue;
-    const bool applied_after_primary =
-        task.vendor == "amd" && std::string(name) != "ZE_AFFINITY_MASK";
-    updates.push_back({name, applied_after_primary ? from_zero : task.tokens});
+    const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
+    updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});
   }
   return updates;
 }

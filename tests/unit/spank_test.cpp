@@ -5,6 +5,7 @@
 #include <map>
 
 #include "options.h"
+#include "step_convert.h"
 #include "step_env.h"
 #include "step_text.h"
 
@@ -144,6 +145,21 @@ TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
   EXPECT_FALSE(decode_request("gpu=zero:0\n"));
 }
 
+// The daemon's compact path and the fallback both convert here: a negative count is refused by
+// name, not quietly taken as "not given".
+TEST(StepText, NegativeCountsAreRefused) {
+  StepRequest r;
+  r.ntasks = 2;
+  ASSERT_TRUE(to_plan_request(r));
+  r.gpus_per_task = -1;
+  auto refused = to_plan_request(r);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "gpus_per_task is negative (-1)");
+  r.gpus_per_task = 0;
+  r.cpus_per_task = -7;
+  EXPECT_FALSE(to_plan_request(r));
+}
+
 EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
@@ -196,6 +212,7 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   amd.vendor = "amd";
   amd.ngpus = 2;
   amd.tokens = "2,3";
+  amd.env = {{"ROCR_VISIBLE_DEVICES", "2,3"}};
   auto step = env_of({{"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
                       {"GPU_DEVICE_ORDINAL", "0,1,2,3"},
                       {"ZE_AFFINITY_MASK", "0,1,2,3"},
@@ -222,6 +239,30 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
 
   TaskBinding none;
   EXPECT_TRUE(other_visibility_vars(step, none).empty());
+}
+
+// A site policy without ROCR_VISIBLE_DEVICES leaves Slurm's list for the whole step in place:
+// HIP's variables must then pick the task's GPUs by their place in that list.
+TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
+  TaskBinding amd;
+  amd.vendor = "amd";
+  amd.ngpus = 1;
+  amd.tokens = "6";
+  auto step = env_of({{"ROCR_VISIBLE_DEVICES", "4,5,6,7"},
+                      {"GPU_DEVICE_ORDINAL", "4,5,6,7"},
+                      {"HIP_VISIBLE_DEVICES", "0,1,2,3"}});
+  std::map<std::string, std::string> got;
+  for (const auto& update : other_visibility_vars(step, amd))
+    got[update.name] = update.value;
+  EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "2") << "GPU 6 is the third in ROCR_VISIBLE_DEVICES";
+  EXPECT_EQ(got["HIP_VISIBLE_DEVICES"], "2");
+  EXPECT_EQ(got.count("ROCR_VISIBLE_DEVICES"), 0u) << "left as Slurm set it";
+
+  auto no_rocr = env_of({{"GPU_DEVICE_ORDINAL", "4,5,6,7"}});
+  got.clear();
+  for (const auto& update : other_visibility_vars(no_rocr, amd))
+    got[update.name] = update.value;
+  EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "6") << "nothing applied before it: the node's numbering";
 }
 
 TEST(StepEnv, VerboseLine) {
