@@ -32,7 +32,8 @@ bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((fai
 
 (cd "$build" && cpack -G DEB -B "$tmp" >"$tmp/cpack.log" 2>&1) || { bad "cpack -G DEB" "$(tail -5 "$tmp/cpack.log")"; exit 1; }
 deb=$(ls "$tmp"/gpubind_*.deb)
-plugin_dir=$(sed -nE 's/^GPUBIND_SLURM_PLUGIN_DIR:[A-Z]+=(.*)$/\1/p' "$build/CMakeCache.txt")
+# Where Debian's Slurm looks for plugins, whatever the build was configured with.
+plugin_dir=lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/slurm-wlm
 listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
 for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check \
