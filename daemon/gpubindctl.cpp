@@ -25,7 +25,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitBadInput = 2;
 
-constexpr const char* kUsage = R"(usage: gpubindctl [--socket PATH] COMMAND [OPTIONS]
+constexpr const char* kUsage = R"(usage: gpubindctl [--socket PATH] [--timeout MS] COMMAND [OPTIONS]
 
 Commands:
   topology [--topology FILE.xml|live] [--policy FILE] [--json]
@@ -36,9 +36,10 @@ Commands:
       The per-task binding plan for a job step on that node; --svg FILE also draws it.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
-  bench --clients N --requests M [--no-cache] [--floor] [plan options] [--json]
-      Load the daemon with Plan calls and report p50/p99/p99.9 latency and plans/s; --floor
-      also measures a raw Unix-socket echo of the same bytes.
+  bench [--clients N] [--requests M] [--no-cache] [--floor] [plan options] [--json]
+      Load the daemon with M Plan calls in all (default 10000) from N concurrent clients
+      (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures a raw
+      Unix-socket echo of the same bytes.
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.

@@ -1,7 +1,7 @@
 // The compact plan protocol between the SPANK plugin and gpubindd, on gpubindd's socket next to
 // gRPC: loading a gRPC client costs slurmstepd ~13 ms per job step (dynamic linking of ~60
 // libraries), this costs nothing. The daemon tells the two apart by the first bytes a client
-// sends: gRPC's HTTP/2 preface, or kCompactMagic.
+// sends: gRPC's HTTP/2 preface, or kMagic.
 //
 //   request:  "GPUBIND1" | u32 length (little-endian) | StepRequest text (step_text.h)
 //   answer:   u8 status  | u32 length (little-endian) | StepPlan text (status 0) or the reason

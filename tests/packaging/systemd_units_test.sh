@@ -6,7 +6,7 @@ units=$1
 daemon=$2
 if ! command -v systemd-analyze >/dev/null; then
   echo "systemd-analyze not installed: unit checks skipped"
-  exit 0
+  exit 77
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
