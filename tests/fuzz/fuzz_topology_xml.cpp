@@ -3,6 +3,7 @@
 // this target); such inputs are first tried in a child process and skipped, so the fuzzer keeps
 // exercising gpubind's code on top of hwloc. Topology files are trusted admin input
 // (docs/daemon.md).
+#include <errno.h>
 #include <hwloc.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,8 +18,12 @@
 
 namespace {
 
+// Whether hwloc's own import of `path` ends normally, tried in a child process. An input that
+// cannot be tried (fork or wait failing on a loaded machine) counts as not surviving: the
+// parent must never import a file the child did not get through.
 bool hwloc_survives(const std::string& path) {
   const pid_t child = fork();
+  if (child < 0) return false;
   if (child == 0) {
     // A plain crash, without the sanitizer's report: this is hwloc's, not ours.
     signal(SIGSEGV, SIG_DFL);
@@ -31,8 +36,10 @@ bool hwloc_survives(const std::string& path) {
     _exit(0);
   }
   int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  pid_t waited;
+  while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+  }
+  return waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // The file each input is written to (hwloc imports files), removed when the fuzzer exits.
