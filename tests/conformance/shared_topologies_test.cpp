@@ -98,6 +98,15 @@ TEST_P(SharedTopology, PlansStayInsideRandomStepAllocations) {
     }
     if (allowed.empty()) allowed.set(pus[rng() % pus.size()]);
     request.allowed_cpus = allowed;
+    // Half the trials also name the step's cores, as Slurm does (S_STEP_ALLOC_CORES).
+    if (trial % 2) {
+      CpuSet cores;
+      for (const Core& core : t.cores) {
+        if (keep(rng)) cores.set(core.index);
+      }
+      if (cores.empty()) cores.set(t.cores[rng() % t.cores.size()].index);
+      request.allowed_cores = cores;
+    }
     std::vector<StepGpu> step;
     for (const Gpu& gpu : t.gpus) {
       if (rng() % 2) step.push_back({gpu.index, "tok" + std::to_string(gpu.index)});
@@ -108,12 +117,14 @@ TEST_P(SharedTopology, PlansStayInsideRandomStepAllocations) {
     request.cpus_per_task = static_cast<int>(rng() % 4);
     request.order = rng() % 2 ? Order::kGpu : Order::kCpu;
     const SitePolicy policy = policies()[trial % 2];
-    SCOPED_TRACE("trial " + std::to_string(trial) + " cpus " + allowed.to_list() + " ntasks " +
+    SCOPED_TRACE("trial " + std::to_string(trial) + " cpus " + allowed.to_list() + " cores " +
+                 (request.allowed_cores ? request.allowed_cores->to_list() : "-") + " ntasks " +
                  std::to_string(request.ntasks));
     auto plan = make_plan(t, policy, request);
     if (!plan) {
       // Only refusal allowed: the allocation holds nothing but reserved CPUs.
-      EXPECT_TRUE(allowed.is_subset_of(reserved_cpus(t, policy))) << plan.error().message;
+      EXPECT_TRUE(testing::step_cpus(t, request).is_subset_of(reserved_cpus(t, policy)))
+          << plan.error().message;
       continue;
     }
     EXPECT_TRUE(testing::plan_invariants(t, policy, request, *plan));

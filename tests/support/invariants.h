@@ -56,16 +56,31 @@ inline std::string fingerprint(const Plan& plan) {
   return out.str();
 }
 
+// The CPUs a step may use: its CPUs (default: all), limited to its cores when Slurm names them.
+inline CpuSet step_cpus(const Topology& t, const PlanRequest& request) {
+  const CpuSet all = t.all_pus();
+  CpuSet allowed = request.allowed_cpus.value_or(all) & all;
+  if (request.allowed_cores) {
+    CpuSet of_cores;
+    for (const Core& core : t.cores) {
+      if (!request.allowed_cores->test(core.index)) continue;
+      for (int pu : core.pus)
+        of_cores.set(pu);
+    }
+    allowed = allowed & of_cores;
+  }
+  return allowed;
+}
+
 // Rules that hold for every plan of every node:
-//  - each task has CPUs, all inside the step's CPUs and outside the reserved ones;
+//  - each task has CPUs, all inside the step's CPUs (and cores) and outside the reserved ones;
 //  - no core is shared unless there are more tasks than usable cores (and then a warning says so);
 //  - with GPUs in the step, each task has GPUs from the step, tokens from the step's own tokens,
 //    GPUs shared evenly (task counts per GPU differ by at most one when each task has one GPU);
 //  - the NIC exists, and when any NIC shares the GPU's locality domain the chosen one does too.
 inline ::testing::AssertionResult plan_invariants(const Topology& t, const SitePolicy& policy,
                                                   const PlanRequest& request, const Plan& plan) {
-  const CpuSet all = t.all_pus();
-  const CpuSet allowed = request.allowed_cpus.value_or(all) & all;
+  const CpuSet allowed = step_cpus(t, request);
   const CpuSet reserved = reserved_cpus(t, policy);
   if (static_cast<int>(plan.tasks.size()) != request.ntasks) {
     return ::testing::AssertionFailure()
