@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "binder_service.h"
 #include "compact_protocol.h"
@@ -76,8 +77,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
   if (size > 0 && write(fds[0], data, size) != static_cast<ssize_t>(size)) std::abort();
   shutdown(fds[0], SHUT_WR);  // the client has said everything: no waiting for the deadline
+  // The client reads while the daemon writes: a plan for thousands of tasks fills any buffer.
+  std::string answer;
+  std::thread client([&] { answer = read_all(fds[0]); });
   daemon::serve_compact_connection(fds[1], service());  // closes fds[1]
-  const std::string answer = read_all(fds[0]);
+  client.join();
   close(fds[0]);
 
   const uint32_t length = size >= kHeader ? little_endian_u32(data + sizeof compact::kMagic) : 0;
