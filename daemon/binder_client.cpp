@@ -18,7 +18,10 @@
 #include <vector>
 
 #include "api_convert.h"
+#include "compact_client.h"
 #include "gpubind/v1/binder.grpc.pb.h"
+#include "step_convert.h"
+#include "step_text.h"
 
 namespace gpubind::client {
 namespace {
@@ -228,6 +231,18 @@ BenchResult bench_plan(const std::string& socket_path, const PlanRequest& reques
       v1::PlanResponse response;
       const grpc::Status status = stub->Plan(&context, proto, &response);
       return status.ok() ? std::string() : rpc_error(socket_path, status).message;
+    };
+  });
+}
+
+BenchResult bench_compact(const std::string& socket_path, const PlanRequest& request, int clients,
+                          int requests) {
+  const std::string text = spank::encode(spank::to_step_request(request));
+  return run_clients(clients, requests, [&] {
+    return [&]() -> std::string {
+      auto answer = compact::exchange(socket_path, text, 10000);
+      if (!answer) return answer.error().message;
+      return spank::decode_plan(*answer) ? std::string() : "undecodable compact answer";
     };
   });
 }

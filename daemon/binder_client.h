@@ -79,6 +79,11 @@ struct BenchResult {
 BenchResult bench_plan(const std::string& socket_path, const PlanRequest& request, int clients,
                        int requests, bool bypass_cache);
 
+// The plugin's path: the same plans asked over the compact protocol, one connection per call as
+// slurmstepd makes one per step and node.
+BenchResult bench_compact(const std::string& socket_path, const PlanRequest& request, int clients,
+                          int requests);
+
 // The gRPC floor: the same load of GetStatus calls, which do no work in the daemon.
 BenchResult bench_empty_rpc(const std::string& socket_path, int clients, int requests);
 

@@ -38,8 +38,9 @@ Commands:
       What the daemon serves: version, uptime, policy, topology, requests, latency.
   bench [--clients N] [--requests M] [--no-cache] [--floor] [plan options] [--json]
       Load the daemon with M Plan calls in all (default 10000) from N concurrent clients
-      (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures a raw
-      Unix-socket echo of the same bytes.
+      (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures the
+      same plans over the plugin's compact protocol, an empty gRPC call and a raw Unix-socket
+      echo of the same bytes.
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.
@@ -315,8 +316,9 @@ int run_bench(const Args& args) {
   const double daemon_cpu_s = before && after ? after->cpu_s - before->cpu_s : 0;
   const double plans_per_daemon_cpu_s =
       daemon_cpu_s > 0 ? static_cast<double>(rpc.calls - rpc.errors) / daemon_cpu_s : 0;
-  std::optional<client::BenchResult> empty, floor;
+  std::optional<client::BenchResult> compact, empty, floor;
   if (args.has("floor")) {
+    compact = client::bench_compact(access->socket, request, *clients, *requests);
     empty = client::bench_empty_rpc(access->socket, *clients, *requests);
     auto measured = client::bench_raw_floor(request, probe->response_bytes, *clients, *requests);
     if (!measured) return fail(measured.error().message, kExitFailed);
@@ -336,6 +338,11 @@ int run_bench(const Args& args) {
     json.key("daemon_rss_before_bytes")
         .value(static_cast<long long>(before ? before->rss_bytes : 0));
     json.key("daemon_rss_bytes").value(static_cast<long long>(after ? after->rss_bytes : 0));
+    if (compact) {
+      json.key("compact").begin_object();
+      write_bench(json, *compact);
+      json.end_object();
+    }
     if (empty) {
       json.key("empty_rpc").begin_object();
       write_bench(json, *empty);
@@ -360,6 +367,12 @@ int run_bench(const Args& args) {
         " %.1f MB after\n",
         daemon_cpu_s, plans_per_daemon_cpu_s, before ? before->rss_bytes / 1e6 : 0.0,
         after ? after->rss_bytes / 1e6 : 0.0);
+    if (compact) {
+      std::printf("Plan over the compact protocol (the plugin's path, a connection per call)\n");
+      std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f plans/s  %llu errors\n",
+                  compact->p50_us, compact->p99_us, compact->p999_us, compact->plans_per_s,
+                  static_cast<unsigned long long>(compact->errors));
+    }
     if (empty) {
       std::printf("empty gRPC call (GetStatus), same load\n");
       std::printf("  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  %.0f calls/s\n", empty->p50_us,
@@ -374,6 +387,11 @@ int run_bench(const Args& args) {
   if (rpc.errors > 0)
     return fail("bench: " + std::to_string(rpc.errors) + " calls failed, first: " + rpc.first_error,
                 kExitFailed);
+  if (compact && compact->errors > 0) {
+    return fail("bench: " + std::to_string(compact->errors) +
+                    " compact exchanges failed, first: " + compact->first_error,
+                kExitFailed);
+  }
   return kExitOk;
 }
 

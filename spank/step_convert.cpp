@@ -41,6 +41,27 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
   return request;
 }
 
+StepRequest to_step_request(const PlanRequest& request) {
+  StepRequest step;
+  step.ntasks = request.ntasks;
+  if (request.allowed_cpus) step.allowed_cpus = request.allowed_cpus->to_list();
+  if (request.allowed_cores) step.allowed_cores = request.allowed_cores->to_list();
+  step.gpus_given = request.gpus.has_value();
+  if (request.gpus) {
+    for (const StepGpu& gpu : *request.gpus)
+      step.gpus.emplace_back(gpu.gpu, gpu.token);
+  }
+  step.cpus_per_task = request.cpus_per_task;
+  step.gpus_per_task = request.gpus_per_task;
+  step.tasks_per_gpu = request.tasks_per_gpu;
+  if (request.order) step.order = order_name(*request.order);
+  step.smt = request.smt.value_or(-1);
+  step.no_gpu_env = !request.gpu_env;
+  step.no_nic_env = !request.nic_env;
+  step.omp = request.omp_places.value_or(false);
+  return step;
+}
+
 StepPlan to_step_plan(const Plan& plan, const std::string& source) {
   StepPlan out;
   out.source = source;

@@ -10,6 +10,8 @@
 namespace gpubind::spank {
 
 Result<PlanRequest> to_plan_request(const StepRequest& step);
+// The other way, for tools that speak the compact protocol as the plugin does (gpubindctl bench).
+StepRequest to_step_request(const PlanRequest& request);
 StepPlan to_step_plan(const Plan& plan, const std::string& source);
 
 }  // namespace gpubind::spank

@@ -160,6 +160,42 @@ TEST(StepText, NegativeCountsAreRefused) {
   EXPECT_FALSE(to_plan_request(r));
 }
 
+// gpubindctl bench asks over the compact protocol what it would ask over gRPC.
+TEST(StepText, PlanRequestsSurviveTheStepText) {
+  PlanRequest r;
+  r.ntasks = 4;
+  r.allowed_cpus = *CpuSet::parse_list("8-15,72-79");
+  r.allowed_cores = *CpuSet::parse_list("4-7");
+  r.gpus = std::vector<StepGpu>{{2, "2"}, {3, "GPU-abc"}};
+  r.cpus_per_task = 2;
+  r.tasks_per_gpu = 2;
+  r.order = Order::kCpu;
+  r.smt = 1;
+  r.nic_env = false;
+  r.omp_places = true;
+  auto back = to_plan_request(*decode_request(encode(to_step_request(r))));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->ntasks, 4);
+  EXPECT_EQ(back->allowed_cpus->to_list(), "8-15,72-79");
+  EXPECT_EQ(back->allowed_cores->to_list(), "4-7");
+  ASSERT_EQ(back->gpus->size(), 2u);
+  EXPECT_EQ((*back->gpus)[1].gpu, 3);
+  EXPECT_EQ((*back->gpus)[1].token, "GPU-abc");
+  EXPECT_EQ(back->cpus_per_task, 2);
+  EXPECT_EQ(back->tasks_per_gpu, 2);
+  EXPECT_EQ(back->order, Order::kCpu);
+  EXPECT_EQ(back->smt, 1);
+  EXPECT_TRUE(back->gpu_env);
+  EXPECT_FALSE(back->nic_env);
+  EXPECT_EQ(back->omp_places, true);
+
+  auto whole_node = to_plan_request(*decode_request(encode(to_step_request(PlanRequest{}))));
+  ASSERT_TRUE(whole_node);
+  EXPECT_FALSE(whole_node->gpus) << "no GPU list stays every GPU of the node";
+  EXPECT_FALSE(whole_node->allowed_cpus);
+  EXPECT_FALSE(whole_node->order);
+}
+
 EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
