@@ -13,7 +13,10 @@ per_client=${5:-200}
 tmp=$(mktemp -d)
 pid=""
 cleanup() {
-  [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null
+  if [[ -n "$pid" ]]; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null  # reaped here, so the shell does not report it killed
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
