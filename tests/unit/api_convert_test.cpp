@@ -4,6 +4,7 @@
 
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
+#include "../support/requests.h"
 #include "gpubind/plan_format.h"
 #include "plan_cache.h"
 
@@ -46,40 +47,16 @@ TEST(ApiConvert, PlanRoundTripsExactly) {
 }
 
 TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
-  PlanRequest request;
-  request.ntasks = 4;
-  request.allowed_cpus = *CpuSet::parse_list("1-7,9-15");
-  request.allowed_cores = *CpuSet::parse_list("0-3");
-  request.gpus = std::vector<StepGpu>{{3, "GPU-x"}, {1, "GPU-y"}};
-  request.cpus_per_task = 3;
-  request.gpus_per_task = 1;
-  request.order = Order::kCpu;
-  request.smt = 1;
-  request.nic_env = false;
-  request.omp_places = true;
+  const PlanRequest request = testing::request_with_every_field();
   auto back = api::request_from_proto(api::request_to_proto(request));
   ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(back->ntasks, 4);
-  EXPECT_EQ(back->allowed_cpus->to_list(), "1-7,9-15");
-  EXPECT_EQ(back->allowed_cores->to_list(), "0-3");
-  ASSERT_TRUE(back->gpus);
-  EXPECT_EQ((*back->gpus)[0].gpu, 3);
-  EXPECT_EQ((*back->gpus)[1].token, "GPU-y");
-  EXPECT_EQ(back->cpus_per_task, 3);
-  EXPECT_EQ(back->order, Order::kCpu);
-  EXPECT_EQ(back->smt, 1);
-  EXPECT_TRUE(back->gpu_env);
-  EXPECT_FALSE(back->nic_env);
-  EXPECT_EQ(back->omp_places, true);
+  testing::expect_same_request(*back, request);
 
   PlanRequest plain;
   plain.ntasks = 1;
   auto defaults = api::request_from_proto(api::request_to_proto(plain));
   ASSERT_TRUE(defaults);
-  EXPECT_FALSE(defaults->allowed_cpus);
-  EXPECT_FALSE(defaults->allowed_cores);
-  EXPECT_FALSE(defaults->gpus) << "no GPU list means every GPU, not none";
-  EXPECT_FALSE(defaults->order);
+  testing::expect_same_request(*defaults, plain);
   EXPECT_FALSE(defaults->smt);
   EXPECT_FALSE(defaults->omp_places);
 

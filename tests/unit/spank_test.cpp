@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "../support/requests.h"
 #include "options.h"
 #include "step_convert.h"
 #include "step_env.h"
@@ -162,38 +163,11 @@ TEST(StepText, NegativeCountsAreRefused) {
 
 // gpubindctl bench asks over the compact protocol what it would ask over gRPC.
 TEST(StepText, PlanRequestsSurviveTheStepText) {
-  PlanRequest r;
-  r.ntasks = 4;
-  r.allowed_cpus = *CpuSet::parse_list("8-15,72-79");
-  r.allowed_cores = *CpuSet::parse_list("4-7");
-  r.gpus = std::vector<StepGpu>{{2, "2"}, {3, "GPU-abc"}};
-  r.cpus_per_task = 2;
-  r.tasks_per_gpu = 2;
-  r.order = Order::kCpu;
-  r.smt = 1;
-  r.nic_env = false;
-  r.omp_places = true;
-  auto back = to_plan_request(*decode_request(encode(to_step_request(r))));
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(back->ntasks, 4);
-  EXPECT_EQ(back->allowed_cpus->to_list(), "8-15,72-79");
-  EXPECT_EQ(back->allowed_cores->to_list(), "4-7");
-  ASSERT_EQ(back->gpus->size(), 2u);
-  EXPECT_EQ((*back->gpus)[1].gpu, 3);
-  EXPECT_EQ((*back->gpus)[1].token, "GPU-abc");
-  EXPECT_EQ(back->cpus_per_task, 2);
-  EXPECT_EQ(back->tasks_per_gpu, 2);
-  EXPECT_EQ(back->order, Order::kCpu);
-  EXPECT_EQ(back->smt, 1);
-  EXPECT_TRUE(back->gpu_env);
-  EXPECT_FALSE(back->nic_env);
-  EXPECT_EQ(back->omp_places, true);
-
-  auto whole_node = to_plan_request(*decode_request(encode(to_step_request(PlanRequest{}))));
-  ASSERT_TRUE(whole_node);
-  EXPECT_FALSE(whole_node->gpus) << "no GPU list stays every GPU of the node";
-  EXPECT_FALSE(whole_node->allowed_cpus);
-  EXPECT_FALSE(whole_node->order);
+  for (const PlanRequest& sent : {testing::request_with_every_field(), PlanRequest{}}) {
+    auto back = to_plan_request(*decode_request(encode(to_step_request(sent))));
+    ASSERT_TRUE(back) << back.error().message;
+    testing::expect_same_request(*back, sent);
+  }
 }
 
 EnvLookup env_of(std::map<std::string, std::string> vars) {
@@ -243,6 +217,13 @@ TEST(StepEnv, Counts) {
   EXPECT_EQ(count_from_env(env, "UNSET"), 0);
 }
 
+std::map<std::string, std::string> updates_of(const EnvLookup& step, const TaskBinding& task) {
+  std::map<std::string, std::string> updates;
+  for (const auto& update : other_visibility_vars(step, task))
+    updates[update.name] = update.value;
+  return updates;
+}
+
 TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   TaskBinding amd;
   amd.vendor = "amd";
@@ -253,9 +234,7 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
                       {"GPU_DEVICE_ORDINAL", "0,1,2,3"},
                       {"ZE_AFFINITY_MASK", "0,1,2,3"},
                       {"ROCR_VISIBLE_DEVICES", "0,1,2,3"}});
-  std::map<std::string, std::string> got;
-  for (const auto& update : other_visibility_vars(step, amd))
-    got[update.name] = update.value;
+  auto got = updates_of(step, amd);
   EXPECT_EQ(got["CUDA_VISIBLE_DEVICES"], "0,1") << "HIP applies it after ROCR";
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "0,1");
   EXPECT_EQ(got["ZE_AFFINITY_MASK"], "2,3") << "read on its own";
@@ -266,9 +245,7 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   nvidia.vendor = "nvidia";
   nvidia.ngpus = 1;
   nvidia.tokens = "3";
-  got.clear();
-  for (const auto& update : other_visibility_vars(step, nvidia))
-    got[update.name] = update.value;
+  got = updates_of(step, nvidia);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "3");
   EXPECT_EQ(got["ROCR_VISIBLE_DEVICES"], "3");
   EXPECT_EQ(got.count("CUDA_VISIBLE_DEVICES"), 0u);
@@ -287,17 +264,13 @@ TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
   auto step = env_of({{"ROCR_VISIBLE_DEVICES", "4,5,6,7"},
                       {"GPU_DEVICE_ORDINAL", "4,5,6,7"},
                       {"HIP_VISIBLE_DEVICES", "0,1,2,3"}});
-  std::map<std::string, std::string> got;
-  for (const auto& update : other_visibility_vars(step, amd))
-    got[update.name] = update.value;
+  auto got = updates_of(step, amd);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "2") << "GPU 6 is the third in ROCR_VISIBLE_DEVICES";
   EXPECT_EQ(got["HIP_VISIBLE_DEVICES"], "2");
   EXPECT_EQ(got.count("ROCR_VISIBLE_DEVICES"), 0u) << "left as Slurm set it";
 
   auto no_rocr = env_of({{"GPU_DEVICE_ORDINAL", "4,5,6,7"}});
-  got.clear();
-  for (const auto& update : other_visibility_vars(no_rocr, amd))
-    got[update.name] = update.value;
+  got = updates_of(no_rocr, amd);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "6") << "nothing applied before it: the node's numbering";
 }
 

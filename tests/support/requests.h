@@ -1,0 +1,57 @@
+// Test helpers for plan requests that travel (protobuf to the daemon, step text to the daemon's
+// compact path or the fallback): one request with every field set away from its default, and a
+// field-by-field comparison of what came back.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "gpubind/planner.h"
+
+namespace gpubind::testing {
+
+inline PlanRequest request_with_every_field() {
+  PlanRequest r;
+  r.ntasks = 4;
+  r.allowed_cpus = *CpuSet::parse_list("8-15,72-79");
+  r.allowed_cores = *CpuSet::parse_list("4-7");
+  r.gpus = std::vector<StepGpu>{{3, "GPU-x"}, {1, "GPU-y"}};
+  r.cpus_per_task = 3;
+  r.gpus_per_task = 1;
+  r.tasks_per_gpu = 2;
+  r.order = Order::kCpu;
+  r.smt = 1;
+  r.gpu_env = true;
+  r.nic_env = false;
+  r.omp_places = true;
+  return r;
+}
+
+inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent) {
+  EXPECT_EQ(back.ntasks, sent.ntasks);
+  ASSERT_EQ(back.allowed_cpus.has_value(), sent.allowed_cpus.has_value());
+  if (sent.allowed_cpus) {
+    EXPECT_EQ(back.allowed_cpus->to_list(), sent.allowed_cpus->to_list());
+  }
+  ASSERT_EQ(back.allowed_cores.has_value(), sent.allowed_cores.has_value());
+  if (sent.allowed_cores) {
+    EXPECT_EQ(back.allowed_cores->to_list(), sent.allowed_cores->to_list());
+  }
+  ASSERT_EQ(back.gpus.has_value(), sent.gpus.has_value()) << "no GPU list means every GPU";
+  if (sent.gpus) {
+    ASSERT_EQ(back.gpus->size(), sent.gpus->size());
+    for (size_t i = 0; i < sent.gpus->size(); ++i) {
+      EXPECT_EQ((*back.gpus)[i].gpu, (*sent.gpus)[i].gpu);
+      EXPECT_EQ((*back.gpus)[i].token, (*sent.gpus)[i].token);
+    }
+  }
+  EXPECT_EQ(back.cpus_per_task, sent.cpus_per_task);
+  EXPECT_EQ(back.gpus_per_task, sent.gpus_per_task);
+  EXPECT_EQ(back.tasks_per_gpu, sent.tasks_per_gpu);
+  EXPECT_EQ(back.order, sent.order);
+  EXPECT_EQ(back.smt, sent.smt);
+  EXPECT_EQ(back.gpu_env, sent.gpu_env);
+  EXPECT_EQ(back.nic_env, sent.nic_env);
+  EXPECT_EQ(back.omp_places.value_or(false), sent.omp_places.value_or(false));
+}
+
+}  // namespace gpubind::testing
