@@ -17,8 +17,10 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
   }
   if (step.gpus_given) {
     std::vector<StepGpu> gpus;
-    for (const auto& [index, token] : step.gpus)
+    for (const auto& [index, token] : step.gpus) {
+      if (index < 0) return make_error("GPU index " + std::to_string(index) + " is negative");
       gpus.push_back({index, token});
+    }
     request.gpus = std::move(gpus);
   }
   // Counts are 0 ("not given") or more, on every path: the daemon's protobuf has no negatives.
@@ -34,6 +36,7 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
   request.tasks_per_gpu = step.tasks_per_gpu;
   if (step.order == "gpu") request.order = Order::kGpu;
   if (step.order == "cpu") request.order = Order::kCpu;
+  if (step.smt < -1) return make_error("smt is negative (" + std::to_string(step.smt) + ")");
   if (step.smt >= 0) request.smt = step.smt;
   request.gpu_env = !step.no_gpu_env;
   request.nic_env = !step.no_nic_env;
@@ -58,6 +61,8 @@ StepRequest to_step_request(const PlanRequest& request) {
   step.smt = request.smt.value_or(-1);
   step.no_gpu_env = !request.gpu_env;
   step.no_nic_env = !request.nic_env;
+  // The step text can only ask for OpenMP places, not refuse the policy's: false means "as the
+  // policy says", as the plugin's flag does.
   step.omp = request.omp_places.value_or(false);
   return step;
 }

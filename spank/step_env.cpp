@@ -90,22 +90,16 @@ int count_from_env(const EnvLookup& env, const std::string& name) {
 
 namespace {
 
-// Where the task's GPUs sit in the primary variable's list, which runtimes applying a variable
-// after the primary count in: "0,1" when the plan set the primary to the task's tokens; their
-// positions in the step's own list when the site's policy leaves the primary as Slurm set it.
-std::optional<std::string> positions_in_primary(const EnvLookup& step_env, const TaskBinding& task,
+// Where the task's GPUs sit in the primary variable's list as the task will see it (the plan's
+// value, or Slurm's whole-step list when the site's policy leaves the variable alone or sets it
+// only if unset): runtimes that apply a variable after the primary count in that list.
+std::optional<std::string> positions_in_primary(const EnvLookup& task_env, const TaskBinding& task,
                                                 const std::string& primary) {
-  const std::vector<std::string> tokens = split_list(task.tokens);
-  const bool plan_sets_primary = std::any_of(
-      task.env.begin(), task.env.end(), [&](const TaskEnv& var) { return var.name == primary; });
-  std::vector<std::string> listed = tokens;
-  if (!plan_sets_primary) {
-    const auto value = step_env(primary);
-    if (!value) return std::nullopt;  // nothing applied first: the tokens stand on their own
-    listed = split_list(*value);
-  }
+  const auto value = task_env(primary);
+  if (!value) return std::nullopt;  // nothing applied first: the tokens stand on their own
+  const std::vector<std::string> listed = split_list(*value);
   std::string positions;
-  for (const std::string& token : tokens) {
+  for (const std::string& token : split_list(task.tokens)) {
     const auto at = std::find(listed.begin(), listed.end(), token);
     if (at == listed.end()) return std::nullopt;
     positions += (positions.empty() ? "" : ",") + std::to_string(at - listed.begin());
@@ -115,7 +109,7 @@ std::optional<std::string> positions_in_primary(const EnvLookup& step_env, const
 
 }  // namespace
 
-std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
+std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task) {
   static const char* const kVariables[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                            "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
@@ -127,9 +121,9 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
   std::vector<VisibilityUpdate> updates;
   if (primary.empty() || task.ngpus == 0) return updates;
   const std::optional<std::string> after_primary =
-      task.vendor == "amd" ? positions_in_primary(step_env, task, primary) : std::nullopt;
+      task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
   for (const char* name : kVariables) {
-    if (name == primary || !step_env(name)) continue;
+    if (name == primary || !task_env(name)) continue;
     const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
     updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});
   }

@@ -27,16 +27,18 @@ StepGpus step_gpus_from_env(const EnvLookup& env);
 // 0 when unset or unreadable.
 int count_from_env(const EnvLookup& env, const std::string& name);
 
-// The GPU visibility variables Slurm may set for a step, other than the one the plan sets, and
-// what each must become so that all of them select the task's own GPUs: the runtime of `vendor`
-// applies some after the primary one (HIP reads CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
-// GPU_DEVICE_ORDINAL after ROCR_VISIBLE_DEVICES), so those count from 0 ("0,1"); the others are
-// read on their own and get the task's tokens.
+// The GPU visibility variables Slurm may set for a step, other than the primary one of the
+// task's vendor, and what each must become so that all of them select the task's own GPUs.
+// `task_env` is the task's environment once the plan's variables are set. The runtime of the
+// vendor applies some after the primary (HIP reads CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
+// GPU_DEVICE_ORDINAL after ROCR_VISIBLE_DEVICES): those get the task's GPUs' places in the
+// primary's list ("0,1" when the plan narrowed it to the task's GPUs); the others are read on
+// their own and get the task's tokens.
 struct VisibilityUpdate {
   std::string name;
   std::string value;
 };
-std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& step_env,
+std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task);
 
 // One line of the verbose table.

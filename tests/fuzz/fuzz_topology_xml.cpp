@@ -29,6 +29,8 @@ bool hwloc_survives(const std::string& path) {
     signal(SIGSEGV, SIG_DFL);
     signal(SIGBUS, SIG_DFL);
     signal(SIGABRT, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
+    alarm(20);  // a child hung inside hwloc ends, whatever becomes of the parent
     hwloc_topology_t topo;
     hwloc_topology_init(&topo);
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);

@@ -33,7 +33,9 @@ bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((fai
 (cd "$build" && cpack -G DEB -B "$tmp" >"$tmp/cpack.log" 2>&1) || { bad "cpack -G DEB" "$(tail -5 "$tmp/cpack.log")"; exit 1; }
 deb=$(ls "$tmp"/gpubind_*.deb)
 # Where Debian's Slurm looks for plugins, whatever the build was configured with.
-plugin_dir=lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/slurm-wlm
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null)
+[[ -n "$multiarch" ]] || { echo "skipped: dpkg-architecture (dpkg-dev) is needed"; exit 77; }
+plugin_dir=lib/$multiarch/slurm-wlm
 listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
 for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check \

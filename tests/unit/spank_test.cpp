@@ -146,9 +146,9 @@ TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
   EXPECT_FALSE(decode_request("gpu=zero:0\n"));
 }
 
-// The daemon's compact path and the fallback both convert here: a negative count is refused by
-// name, not quietly taken as "not given".
-TEST(StepText, NegativeCountsAreRefused) {
+// The daemon's compact path and the fallback both convert here: a negative count, GPU index or
+// smt is refused by name, not quietly taken as "not given" or as GPU 0.
+TEST(StepText, NegativeNumbersAreRefused) {
   StepRequest r;
   r.ntasks = 2;
   ASSERT_TRUE(to_plan_request(r));
@@ -159,6 +159,15 @@ TEST(StepText, NegativeCountsAreRefused) {
   r.gpus_per_task = 0;
   r.cpus_per_task = -7;
   EXPECT_FALSE(to_plan_request(r));
+  r.cpus_per_task = 0;
+  r.gpus_given = true;
+  r.gpus = {{-1, "x"}};
+  EXPECT_FALSE(to_plan_request(r)) << "the daemon would otherwise read GPU 0";
+  r.gpus.clear();
+  r.smt = -5;
+  EXPECT_FALSE(to_plan_request(r));
+  r.smt = -1;
+  EXPECT_TRUE(to_plan_request(r)) << "-1 is the policy's";
 }
 
 // gpubindctl bench asks over the compact protocol what it would ask over gRPC.
@@ -229,11 +238,11 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   amd.vendor = "amd";
   amd.ngpus = 2;
   amd.tokens = "2,3";
-  amd.env = {{"ROCR_VISIBLE_DEVICES", "2,3"}};
+  // The task's environment once the plan set ROCR_VISIBLE_DEVICES; the rest is Slurm's.
   auto step = env_of({{"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
                       {"GPU_DEVICE_ORDINAL", "0,1,2,3"},
                       {"ZE_AFFINITY_MASK", "0,1,2,3"},
-                      {"ROCR_VISIBLE_DEVICES", "0,1,2,3"}});
+                      {"ROCR_VISIBLE_DEVICES", "2,3"}});
   auto got = updates_of(step, amd);
   EXPECT_EQ(got["CUDA_VISIBLE_DEVICES"], "0,1") << "HIP applies it after ROCR";
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "0,1");
@@ -254,8 +263,8 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   EXPECT_TRUE(other_visibility_vars(step, none).empty());
 }
 
-// A site policy without ROCR_VISIBLE_DEVICES leaves Slurm's list for the whole step in place:
-// HIP's variables must then pick the task's GPUs by their place in that list.
+// A site policy without ROCR_VISIBLE_DEVICES (or setting it only if unset) leaves Slurm's list for
+// the whole step in place: HIP's variables must then pick the task's GPUs by their place in it.
 TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
   TaskBinding amd;
   amd.vendor = "amd";
