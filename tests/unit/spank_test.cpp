@@ -233,11 +233,16 @@ std::map<std::string, std::string> updates_of(const EnvLookup& step, const TaskB
   return updates;
 }
 
+TaskBinding gpu_task(const std::string& vendor, int ngpus, const std::string& tokens) {
+  TaskBinding task;
+  task.vendor = vendor;
+  task.ngpus = ngpus;
+  task.tokens = tokens;
+  return task;
+}
+
 TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
-  TaskBinding amd;
-  amd.vendor = "amd";
-  amd.ngpus = 2;
-  amd.tokens = "2,3";
+  const TaskBinding amd = gpu_task("amd", 2, "2,3");
   // The task's environment once the plan set ROCR_VISIBLE_DEVICES; the rest is Slurm's.
   auto step = env_of({{"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
                       {"GPU_DEVICE_ORDINAL", "0,1,2,3"},
@@ -250,10 +255,7 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
   EXPECT_EQ(got.count("ROCR_VISIBLE_DEVICES"), 0u) << "the plan sets the primary itself";
   EXPECT_EQ(got.count("HIP_VISIBLE_DEVICES"), 0u) << "only variables the step has";
 
-  TaskBinding nvidia;
-  nvidia.vendor = "nvidia";
-  nvidia.ngpus = 1;
-  nvidia.tokens = "3";
+  const TaskBinding nvidia = gpu_task("nvidia", 1, "3");
   got = updates_of(step, nvidia);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "3");
   EXPECT_EQ(got["ROCR_VISIBLE_DEVICES"], "3");
@@ -266,10 +268,7 @@ TEST(StepEnv, OtherVisibilityVariablesSelectTheTasksGpusToo) {
 // A site policy without ROCR_VISIBLE_DEVICES (or setting it only if unset) leaves Slurm's list for
 // the whole step in place: HIP's variables must then pick the task's GPUs by their place in it.
 TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
-  TaskBinding amd;
-  amd.vendor = "amd";
-  amd.ngpus = 1;
-  amd.tokens = "6";
+  const TaskBinding amd = gpu_task("amd", 1, "6");
   auto step = env_of({{"ROCR_VISIBLE_DEVICES", "4,5,6,7"},
                       {"GPU_DEVICE_ORDINAL", "4,5,6,7"},
                       {"HIP_VISIBLE_DEVICES", "0,1,2,3"}});
