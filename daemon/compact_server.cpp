@@ -64,9 +64,7 @@ bool write_exact(int fd, const char* data, size_t size, Clock::time_point deadli
 void reply(int fd, uint8_t status, const std::string& text, Clock::time_point deadline) {
   char header[5];
   header[0] = static_cast<char>(status);
-  const uint32_t size = static_cast<uint32_t>(text.size());
-  for (int i = 0; i < 4; ++i)
-    header[1 + i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  compact::put_length(header + 1, static_cast<uint32_t>(text.size()));
   if (!write_exact(fd, header, sizeof header, deadline) ||
       !write_exact(fd, text.data(), text.size(), deadline)) {
     log::debug("compact client went away before its answer");
@@ -93,10 +91,7 @@ void serve_compact_connection(int fd, BinderService& service) {
   const auto deadline = Clock::now() + kExchangeDeadline;
   char header[sizeof compact::kMagic + 4];
   if (read_exact(fd, header, sizeof header, deadline)) {
-    uint32_t size = 0;
-    for (int i = 0; i < 4; ++i) {
-      size |= static_cast<uint32_t>(static_cast<unsigned char>(header[8 + i])) << (8 * i);
-    }
+    const uint32_t size = compact::get_length(header + sizeof compact::kMagic);
     if (size > compact::kMaxRequestBytes) {
       reply(fd, compact::kStatusRefused,
             "request of " + std::to_string(size) + " bytes exceeds the limit of " +

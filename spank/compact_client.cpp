@@ -101,18 +101,6 @@ class Connection {
   int fd_ = -1;
 };
 
-void put_length(char* out, uint32_t length) {
-  for (int i = 0; i < 4; ++i)
-    out[i] = static_cast<char>((length >> (8 * i)) & 0xff);
-}
-
-uint32_t get_length(const char* in) {
-  uint32_t length = 0;
-  for (int i = 0; i < 4; ++i)
-    length |= static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  return length;
-}
-
 }  // namespace
 
 Result<std::string> exchange(const std::string& socket_path, const std::string& request,

@@ -19,4 +19,17 @@ inline constexpr uint32_t kMaxAnswerBytes = 16 * 1024 * 1024;
 inline constexpr uint8_t kStatusPlan = 0;
 inline constexpr uint8_t kStatusRefused = 1;
 
+// The u32 little-endian lengths of both frames.
+inline void put_length(char* out, uint32_t length) {
+  for (int i = 0; i < 4; ++i)
+    out[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+}
+
+inline uint32_t get_length(const char* in) {
+  uint32_t length = 0;
+  for (int i = 0; i < 4; ++i)
+    length |= static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  return length;
+}
+
 }  // namespace gpubind::compact

@@ -38,13 +38,6 @@ daemon::BinderService& service() {
   return *instance;
 }
 
-uint32_t little_endian_u32(const uint8_t* bytes) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i)
-    value |= static_cast<uint32_t>(bytes[i]) << (8 * i);
-  return value;
-}
-
 std::string read_all(int fd) {
   std::string out;
   char chunk[4096];
@@ -95,7 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   client.join();
   close(fds[0]);
 
-  const uint32_t length = size >= kHeader ? little_endian_u32(data + sizeof compact::kMagic) : 0;
+  const uint32_t length =
+      size >= kHeader
+          ? compact::get_length(reinterpret_cast<const char*>(data) + sizeof compact::kMagic)
+          : 0;
   const bool too_long = size >= kHeader && length > compact::kMaxRequestBytes;
   const bool whole = size >= kHeader && size - kHeader >= length;
   if (!too_long && !whole) {
@@ -105,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (hit_deadline) return 0;
   if (answer.size() < 5) std::abort();
   const auto status = static_cast<uint8_t>(answer[0]);
-  const uint32_t text_size = little_endian_u32(reinterpret_cast<const uint8_t*>(answer.data()) + 1);
+  const uint32_t text_size = compact::get_length(answer.data() + 1);
   if (text_size != answer.size() - 5) std::abort();
   if (text_size > compact::kMaxAnswerBytes) std::abort();  // the plugin would refuse it
   if (status == compact::kStatusRefused) {
