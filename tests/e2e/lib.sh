@@ -16,6 +16,12 @@ bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((fai
 e2e_require_cluster() {
   if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 77; fi
   local cmd
+  if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
+    # Another release, from its root (scripts/test --slurm makes it): that root must be there.
+    [[ -f "$("$here/slurm-root" path "$GPUBIND_E2E_SLURM")/.gpubind-root" ]] ||
+      { echo "no Slurm $GPUBIND_E2E_SLURM root: run scripts/test --slurm $GPUBIND_E2E_SLURM"; exit 1; }
+    return 0
+  fi
   for cmd in munged slurmctld slurmd srun lstopo-no-graphics; do
     command -v "$cmd" >/dev/null || { echo "$cmd not installed: e2e tests skipped"; exit 77; }
   done
