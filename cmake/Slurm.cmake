@@ -4,6 +4,7 @@
 # -DSLURM_ROOT=PREFIX picks a Slurm installed under PREFIX (PREFIX/include/slurm/spank.h);
 # by default the system's. Sets:
 #   SLURM_INCLUDE_DIR        the folder holding slurm/spank.h
+#   GPUBIND_SLURM_HEADERS    a folder holding only slurm/ (a link to it), for the include path
 #   GPUBIND_SLURM_VERSION    e.g. 24.11.5 (from slurm/slurm_version.h)
 #   GPUBIND_SLURM_RELEASE    e.g. 24.11 (the part plugins must match)
 #   GPUBIND_SLURM_NEXT       the first version past that release, e.g. 24.12 (for package ranges)
@@ -56,3 +57,11 @@ if(SLURM_LIBRARY)
 endif()
 message(STATUS "SPANK plugin built for Slurm ${GPUBIND_SLURM_RELEASE} (${GPUBIND_SLURM_VERSION}, "
                "headers in ${SLURM_INCLUDE_DIR}, libslurm API ${GPUBIND_SLURM_API})")
+
+# The plugin sees Slurm's headers alone: PREFIX/include may hold another system's libc headers.
+set(GPUBIND_SLURM_HEADERS ${CMAKE_BINARY_DIR}/slurm-headers)
+file(MAKE_DIRECTORY ${GPUBIND_SLURM_HEADERS})
+file(CREATE_LINK ${SLURM_INCLUDE_DIR}/slurm ${GPUBIND_SLURM_HEADERS}/slurm SYMBOLIC)
+
+# For scripts and tests: the release this build's plugin is for.
+file(WRITE ${CMAKE_BINARY_DIR}/slurm-release "${GPUBIND_SLURM_RELEASE}\n")

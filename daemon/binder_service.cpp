@@ -58,7 +58,13 @@ Status BinderService::refuse(const std::string& why, const v1::PlanRequest& requ
 Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& response) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
-  if (answer_delay_.count() > 0) std::this_thread::sleep_for(answer_delay_);
+  if (answer_delay_.count() > 0) {
+    // Fault tests kill the daemon once this line shows a request is being held.
+    log::debug("holding the answer for job " + std::to_string(request.job_id()) + " step " +
+               std::to_string(request.step_id()) + " " + std::to_string(answer_delay_.count()) +
+               " ms");
+    std::this_thread::sleep_for(answer_delay_);
+  }
   const StatePtr state = this->state();
   auto finish = [&]() -> Status {
     ++requests_;

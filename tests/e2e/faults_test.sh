@@ -14,7 +14,10 @@ topology=$dir/etc/node.xml
 cp "$policy" "$dir/policy.good"
 
 timeout_ms=1000
-deadline_s=5 # timeout_ms plus a generous launch: a launch that takes longer counts as hung
+# A launch hangs when it outlives this limit. The plugin's own deadline is timeout_ms; the slowest
+# launch of each fault is reported, but only a launch that never ends on its own fails: on a busy
+# machine a launch may be slow without hanging.
+limit_s=60
 
 daemon_pid() { cat "$dir/run/gpubindd.pid" 2>/dev/null; }
 # Starts gpubindd (extra arguments go to it) and waits until it answers, not just until the
@@ -41,13 +44,13 @@ launch() {
   [[ -n "${launches[$fault]:-}" ]] || { faults+=("$fault"); launches[$fault]=0; hung[$fault]=0;
     failures[$fault]=0; wrong[$fault]=0; slowest[$fault]=0; }
   start_ns=$(date +%s%N)
-  out=$(timeout 30 srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json 2>&1)
+  out=$(timeout "$limit_s" srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json 2>&1)
   rc=$?
   elapsed_ms=$((($(date +%s%N) - start_ns) / 1000000))
   launches[$fault]=$((launches[$fault] + 1))
   total=$((total + 1))
   ((elapsed_ms > slowest[$fault])) && slowest[$fault]=$elapsed_ms
-  if ((rc == 124 || elapsed_ms > deadline_s * 1000)); then
+  if ((rc == 124)); then
     hung[$fault]=$((hung[$fault] + 1))
     problem="took ${elapsed_ms} ms"
   fi
@@ -103,18 +106,40 @@ kill_after() {
   killer=$!
 }
 
+# kill_when_held: kills the daemon from the background once its log shows that it holds a new
+# request (--delay-answers, --log-level debug): evidence, not a guess at how long a launch takes.
+# Gives up after limit_s, leaving the daemon alive (the launch is then answered and counted wrong).
+kill_when_held() {
+  local pid held
+  pid=$(daemon_pid)
+  held=$(grep -c 'holding the answer' "$dir/log/gpubindd.log")
+  (
+    for _ in $(seq $((limit_s * 50))); do
+      if (($(grep -c 'holding the answer' "$dir/log/gpubindd.log") > held)); then
+        kill -KILL "$pid" 2>/dev/null
+        break
+      fi
+      sleep 0.02
+    done
+  ) &
+  killer=$!
+}
+
 # --- the daemon killed in the middle of a request -------------------------------------------------
-# While it answers (each answer held 800 ms, below timeout_ms) or while the request waits in its
-# accept queue (daemon stopped): the plugin sees the connection drop and plans in-process.
+# While it answers (killed as soon as it holds the request; each answer held 800 ms, below
+# timeout_ms) or while the request waits in its accept queue (daemon stopped): the plugin sees the
+# connection drop and plans in-process.
+held_before=$(grep -c 'holding the answer' "$dir/log/gpubindd.log")
 for ((i = 0; i < 10; i++)); do
   daemon_kill
   daemon_up --delay-answers 800 --log-level debug || bad "daemon restart"
-  kill_after 0.6
+  kill_when_held
   launch "killed mid-request" fallback
   wait "$killer"
 done
-grep -q "Plan" "$dir/log/gpubindd.log" && ok "killed mid-request: requests had reached the daemon" ||
-  bad "killed mid-request: no request reached the daemon" "$(tail -5 "$dir/log/gpubindd.log")"
+held=$(($(grep -c 'holding the answer' "$dir/log/gpubindd.log") - held_before))
+((held == 10)) && ok "killed mid-request: each of the 10 requests was held by the daemon when it was killed" ||
+  bad "killed mid-request: $held of 10 requests reached the daemon" "$(tail -5 "$dir/log/gpubindd.log")"
 for ((i = 0; i < 5; i++)); do
   daemon_kill
   daemon_up || bad "daemon restart"
@@ -153,8 +178,8 @@ kill -CONT "$(daemon_pid)"
 daemon_up --delay-answers 1500 || bad "daemon restart"
 repeat 10 "slow (1.5 s > timeout)" fallback
 "$cluster" daemon stop "$dir"
-daemon_up --delay-answers 300 || bad "daemon restart"
-repeat 5 "slow (0.3 s < timeout)" daemon
+daemon_up --delay-answers 200 || bad "daemon restart"
+repeat 5 "slow (0.2 s < timeout)" daemon
 "$cluster" daemon stop "$dir"
 daemon_up || bad "daemon restart"
 

@@ -59,6 +59,15 @@ for script in postinst prerm postrm; do
   grep -q " $script " <<<"$control" || bad "no $script"
 done
 grep -qE '^ Depends: .*libhwloc15.*' <<<"$control" && ok "dependencies from the binaries (shlibdeps)" || bad "Depends" "$control"
+# Built for one Slurm release: the version says which, and the package needs exactly that release.
+release=$(cat "$build/slurm-release")
+next=$(awk -F. '{printf "%d.%02d", $1, $2 + 1}' <<<"$release")
+grep -qE "^ Version: [0-9.]+\+slurm$release\$" <<<"$control" && ok "the version names Slurm $release" ||
+  bad "version without the Slurm release" "$control"
+grep -qF "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< $next)" <<<"$control" &&
+  ok "depends on Slurm $release (>= $release, << $next)" || bad "no Slurm $release dependency" "$control"
+[[ "$(basename "$deb")" == *"+slurm${release}_"* ]] && ok "the file name names Slurm $release ($(basename "$deb"))" ||
+  bad "file name $(basename "$deb")"
 echo "package size $(stat -c %s "$deb") bytes; $(grep -E '^ Installed-Size' <<<"$control" | sed 's/^ //') KiB"
 
 # Install as an admin would.
@@ -92,8 +101,8 @@ if [[ "$status" == *"(socket-activated)"* && "$status" == *"policy    /etc/gpubi
 else
   bad "gpubindctl status" "$status" "$(cat "$tmp/daemon.log")"
 fi
-owner=$(ps -o user= -C gpubindd | head -1)
-[[ "$owner" == gpubind ]] && ok "gpubindd runs as the gpubind user" || bad "gpubindd runs as '$owner'"
+owner=$(ps -o user=,comm= -p "$activator" | xargs)  # systemd-socket-activate execs the daemon
+[[ "$owner" == "gpubind gpubindd" ]] && ok "gpubindd runs as the gpubind user" || bad "gpubindd runs as '$owner'"
 plan=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl plan --ntasks 1 2>&1)
 [[ "$plan" == rank* ]] && ok "plan from the installed daemon" || bad "plan" "$plan"
 kill "$activator" 2>/dev/null
@@ -116,6 +125,23 @@ if command -v git >/dev/null && git -C "$source_dir" rev-parse >/dev/null 2>&1; 
       [[ -f "$tmp/rpm/BUILD/$(basename "$tarball" .tar.gz)/packaging/rpm/gpubind.spec" ]] &&
       ok "rpmbuild -tp unpacks the tarball with its spec" || bad "rpmbuild -tp" "$(tail -5 "$tmp/rpm.log")"
   fi
+fi
+# The RPM likewise requires the Slurm release whose headers it is built against: this system's,
+# and another release's from its cached root (tests/e2e/slurm-root), if there is one.
+if command -v rpmspec >/dev/null; then
+  spec=$source_dir/packaging/rpm/gpubind.spec
+  for headers in /usr/include $(for r in $("$source_dir/tests/e2e/slurm-root" releases); do
+    root=$("$source_dir/tests/e2e/slurm-root" path "$r"); [[ -f "$root/.gpubind-root" ]] && echo "$root/usr/include"; done); do
+    [[ -f "$headers/slurm/slurm_version.h" ]] || continue
+    r=$(sed -nE 's/^#define SLURM_VERSION_NUMBER 0x(..)(..).*/\1 \2/p' "$headers/slurm/slurm_version.h" |
+      { read -r a b; printf '%d.%02d' "0x$a" "0x$b"; })
+    n=$(awk -F. '{printf "%d.%02d", $1, $2 + 1}' <<<"$r")
+    requires=$(rpmspec -q --requires --define "_includedir $headers" "$spec" 2>&1)
+    name=$(rpmspec -q --define "_includedir $headers" "$spec" 2>&1)
+    [[ "$requires" == *"slurm >= $r"*"slurm < $n"* && "$name" == *".slurm$r."* ]] &&
+      ok "RPM built against Slurm $r's headers requires slurm >= $r, < $n ($name)" ||
+      bad "RPM for Slurm $r" "$requires" "$name"
+  done
 fi
 
 echo "$passed passed, $failed failed"
