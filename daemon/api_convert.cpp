@@ -119,6 +119,9 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.gpu_env = !proto.no_gpu_env();
   request.nic_env = !proto.no_nic_env();
   if (proto.has_omp_places()) request.omp_places = proto.omp_places();
+  request.ze_hierarchy = proto.ze_hierarchy() == v1::ZE_HIERARCHY_COMPOSITE
+                             ? ZeHierarchy::kComposite
+                             : ZeHierarchy::kFlat;
   return request;
 }
 
@@ -143,6 +146,9 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   proto.set_no_gpu_env(!request.gpu_env);
   proto.set_no_nic_env(!request.nic_env);
   if (request.omp_places) proto.set_omp_places(*request.omp_places);
+  proto.set_ze_hierarchy(request.ze_hierarchy == ZeHierarchy::kComposite
+                             ? v1::ZE_HIERARCHY_COMPOSITE
+                             : v1::ZE_HIERARCHY_FLAT);
   return proto;
 }
 
@@ -165,6 +171,8 @@ void plan_to_proto(const Plan& plan, v1::PlanResponse& proto) {
     }
     out->set_nic_index(task.nic);
     out->set_nic(task.nic_name);
+    for (int nic : task.nics)
+      out->add_nic_indices(nic);
     out->set_numa(task.numa);
     out->set_l3(task.l3);
     for (const EnvVar& var : task.env) {
@@ -191,6 +199,7 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
                            g.tile(), g.token(), g.pci(), vendor_from(g.vendor())});
     }
     task.nic = in.nic_index();
+    task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());
     task.nic_name = in.nic();
     task.numa = in.numa();
     task.l3 = in.l3();

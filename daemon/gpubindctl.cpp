@@ -32,7 +32,7 @@ Commands:
       GPUs, NICs and their CPU locality as gpubind sees them.
   plan [--topology FILE.xml|live] [--policy FILE] --ntasks N [--cpus LIST] [--gpus LIST]
        [--cpus-per-task N] [--gpus-per-task N] [--tasks-per-gpu N] [--order gpu|cpu]
-       [--smt N] [--omp] [--json] [--svg FILE]
+       [--smt N] [--omp] [--ze-hierarchy flat|composite] [--json] [--svg FILE]
       The per-task binding plan for a job step on that node; --svg FILE also draws it.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
@@ -52,14 +52,17 @@ Options:
   --ntasks N        tasks of the step on this node
   --cpus LIST       the step's CPUs, "0-63" or a 0x mask (default: every CPU)
   --gpus LIST       the step's GPUs as node GPU indices, "0,1,4-5" (default: every GPU)
+  --ze-hierarchy H  how the tasks' Level Zero names PVC tiles (ZE_FLAT_DEVICE_HIERARCHY):
+                    flat (the default: one device per tile) or composite (card.tile)
   --json            machine-readable output
   --svg FILE        plan: also write an SVG picture of the node and the plan to FILE
   --help            this text
 )";
 
 const std::set<std::string> kCommonValues = {"socket", "timeout"};
-const std::set<std::string> kPlanValues = {
-    "ntasks", "cpus", "gpus", "cpus-per-task", "gpus-per-task", "tasks-per-gpu", "order", "smt"};
+const std::set<std::string> kPlanValues = {"ntasks",        "cpus",          "gpus",
+                                           "cpus-per-task", "gpus-per-task", "tasks-per-gpu",
+                                           "order",         "smt",           "ze-hierarchy"};
 
 int fail(const std::string& message, int code = kExitBadInput) {
   std::fprintf(stderr, "gpubindctl: %s\n", message.c_str());
@@ -109,6 +112,12 @@ Result<PlanRequest> request_from(const Args& args) {
       return make_error("--order: expected 'gpu' or 'cpu', got '" + *order + "'");
   }
   if (args.has("omp")) request.omp_places = true;
+  if (auto hierarchy = args.get("ze-hierarchy")) {
+    if (*hierarchy == "composite")
+      request.ze_hierarchy = ZeHierarchy::kComposite;
+    else if (*hierarchy != "flat")
+      return make_error("--ze-hierarchy: expected 'flat' or 'composite', got '" + *hierarchy + "'");
+  }
   return request;
 }
 

@@ -20,9 +20,11 @@ constexpr const char* kUsage =
     "Prints one line per task: rank, local rank, host, allowed CPUs (from the kernel), GPU\n"
     "visibility, NIC and OpenMP environment, and what gpubind planned for it (GPUBIND_*).\n";
 
-const std::vector<const char*> kGpuVars = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                           "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-                                           "GPU_DEVICE_ORDINAL"};
+const std::vector<const char*> kGpuVars = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+                                           "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                           "ZE_AFFINITY_MASK",     "ZE_FLAT_DEVICE_HIERARCHY",
+                                           "GPU_DEVICE_ORDINAL",   "ZE_ENABLE_PCI_ID_DEVICE_ORDER",
+                                           "CCL_WORKER_AFFINITY"};
 const std::vector<const char*> kNicVars = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES",
                                            "MPICH_OFI_NIC_POLICY", "MPICH_OFI_NIC_MAPPING"};
 // gpubind's own variables: the plan as the plugin gave it (GPUBIND_CPUS beside the kernel's CPUs

@@ -105,6 +105,7 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   request.no_gpu_env = flags.no_gpu_env;
   request.no_nic_env = flags.no_nic_env;
   request.omp = flags.omp;
+  request.ze_hierarchy = ze_hierarchy_from_env(env);
   request.socket = site.socket;
   request.timeout_ms = site.timeout_ms;
   request.fallback = site.on_error == OnError::kFallback;

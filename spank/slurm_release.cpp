@@ -53,7 +53,8 @@ std::string running_version() {
     close(fds[1]);
     char buffer[128];
     ssize_t n;
-    while ((n = read(fds[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+    while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
+      text.append(buffer, static_cast<size_t>(n));
   } else {
     close(fds[1]);
   }
@@ -62,7 +63,8 @@ std::string running_version() {
   const auto space = text.find(' ');
   if (space == std::string::npos) return {};
   text = text.substr(space + 1);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
   return text;
 }
 

@@ -41,6 +41,7 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
   request.gpu_env = !step.no_gpu_env;
   request.nic_env = !step.no_nic_env;
   if (step.omp) request.omp_places = true;
+  if (step.ze_hierarchy == "composite") request.ze_hierarchy = ZeHierarchy::kComposite;
   return request;
 }
 
@@ -64,6 +65,7 @@ StepRequest to_step_request(const PlanRequest& request) {
   // The step text can only ask for OpenMP places, not refuse the policy's: false means "as the
   // policy says", as the plugin's flag does.
   step.omp = request.omp_places.value_or(false);
+  if (request.ze_hierarchy == ZeHierarchy::kComposite) step.ze_hierarchy = "composite";
   return step;
 }
 

@@ -1,6 +1,7 @@
 #include "step_env.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace gpubind::spank {
@@ -86,6 +87,13 @@ int count_from_env(const EnvLookup& env, const std::string& name) {
   const size_t colon = value->rfind(':');
   const auto number = to_index(colon == std::string::npos ? *value : value->substr(colon + 1));
   return number.value_or(0);
+}
+
+std::string ze_hierarchy_from_env(const EnvLookup& env) {
+  std::string value = env("ZE_FLAT_DEVICE_HIERARCHY").value_or("");
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return value == "COMPOSITE" ? "composite" : "";
 }
 
 namespace {

@@ -27,6 +27,10 @@ StepGpus step_gpus_from_env(const EnvLookup& env);
 // 0 when unset or unreadable.
 int count_from_env(const EnvLookup& env, const std::string& name);
 
+// The task's Level Zero hierarchy for naming PVC tiles: "composite" when ZE_FLAT_DEVICE_HIERARCHY
+// says COMPOSITE, else "" (FLAT, Level Zero's default; COMBINED names devices as FLAT does).
+std::string ze_hierarchy_from_env(const EnvLookup& env);
+
 // The GPU visibility variables Slurm may set for a step, other than the primary one of the
 // task's vendor, and what each must become so that all of them select the task's own GPUs.
 // `task_env` is the task's environment once the plan's variables are set. The runtime of the

@@ -50,8 +50,9 @@ std::string encode(const StepRequest& r) {
   out << "cpus_per_task=" << r.cpus_per_task << "\ngpus_per_task=" << r.gpus_per_task
       << "\ntasks_per_gpu=" << r.tasks_per_gpu << "\norder=" << r.order << "\nsmt=" << r.smt
       << "\nno_gpu_env=" << r.no_gpu_env << "\nno_nic_env=" << r.no_nic_env << "\nomp=" << r.omp
-      << "\nsocket=" << one_line(r.socket) << "\ntimeout_ms=" << r.timeout_ms
-      << "\nfallback=" << r.fallback << "\npolicy=" << one_line(r.policy) << "\n";
+      << "\nze_hierarchy=" << one_line(r.ze_hierarchy) << "\nsocket=" << one_line(r.socket)
+      << "\ntimeout_ms=" << r.timeout_ms << "\nfallback=" << r.fallback
+      << "\npolicy=" << one_line(r.policy) << "\n";
   return out.str();
 }
 
@@ -96,6 +97,11 @@ Result<StepRequest> decode_request(const std::string& text) {
         if (key == "no_gpu_env") return flag(r.no_gpu_env);
         if (key == "no_nic_env") return flag(r.no_nic_env);
         if (key == "omp") return flag(r.omp);
+        if (key == "ze_hierarchy") {
+          if (!value.empty() && value != "flat" && value != "composite")
+            return make_error("ze_hierarchy: expected flat or composite, got '" + value + "'");
+          return text_field(r.ze_hierarchy);
+        }
         if (key == "socket") return text_field(r.socket);
         if (key == "timeout_ms") return number(r.timeout_ms);
         if (key == "fallback") return flag(r.fallback);

@@ -21,6 +21,7 @@ struct StepRequest {
   std::string order;  // "", "gpu" or "cpu"
   int smt = -1;       // -1 = the policy's
   bool no_gpu_env = false, no_nic_env = false, omp = false;
+  std::string ze_hierarchy;  // "" or "flat" (Level Zero's default), "composite"
   // Site settings for the library.
   std::string socket;
   int timeout_ms = 1000;

@@ -1,6 +1,7 @@
 /* The C interface between the SPANK plugin and libgpubind_stepd.so, the library it loads in
  * slurmstepd only, when gpubindd cannot answer (the in-process fallback planner), so that srun,
- * sbatch and salloc, which load every SPANK plugin, never load hwloc or protobuf. Requests and answers are step_text.h texts. */
+ * sbatch and salloc, which load every SPANK plugin, never load hwloc or protobuf. Requests and
+ * answers are step_text.h texts. */
 #ifndef GPUBIND_SPANK_STEPD_ABI_H
 #define GPUBIND_SPANK_STEPD_ABI_H
 

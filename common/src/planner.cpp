@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <numeric>
 #include <tuple>
 
@@ -66,6 +67,7 @@ class Planner {
   void assign_cores();
   void assign_nics();
   void render_env();
+  std::string device_token(const Gpu& gpu, const std::string& step_token, int tile);
 
   int cores_wanted_per_task();
   std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
@@ -618,11 +620,17 @@ void Planner::assign_nics() {
         gpu_nic_[g] = nearest_nic(place_of(topo_.gpus[step_gpus_[g].gpu].locality));
     }
   }
+  // A task's NICs: the nearest of each of its GPUs, in GPU order, each once.
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
-    plan.nic =
-        task_gpus_[task].empty() ? nearest_nic(task_place(task)) : gpu_nic_[task_gpus_[task][0]];
-    plan.nic_name = topo_.nics[plan.nic].name;
+    if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
+    for (int g : task_gpus_[task]) {
+      if (std::find(plan.nics.begin(), plan.nics.end(), gpu_nic_[g]) == plan.nics.end())
+        plan.nics.push_back(gpu_nic_[g]);
+    }
+    plan.nic = plan.nics.front();
+    for (int n : plan.nics)
+      plan.nic_name += (plan.nic_name.empty() ? "" : ",") + topo_.nics[n].name;
   }
 }
 
@@ -643,11 +651,24 @@ int majority(std::vector<int> values) {
   return best;
 }
 
+// Cray MPICH numbers the NICs it finds (libfabric's CXI devices, in device order) from 0: a
+// node whose cxi1 is missing has NICs 0 and 1 for cxi0 and cxi2. So a NIC's number is its place
+// among the node's NICs of its kind ordered by their own ordinals, not the digit in its name.
+int mpich_nic_number(const Topology& topo, int nic) {
+  const Nic& mine = topo.nics[nic];
+  const std::pair<int, int> key{nic_ordinal(mine), mine.index};
+  int before = 0;
+  for (const Nic& other : topo.nics) {
+    if (other.kind == mine.kind && std::pair{nic_ordinal(other), other.index} < key) ++before;
+  }
+  return before;
+}
+
 std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks) {
   std::vector<std::pair<int, std::vector<int>>> by_ordinal;
   for (const TaskPlan& task : tasks) {
     if (task.nic < 0) continue;
-    const int ordinal = nic_ordinal(topo.nics[task.nic]);
+    const int ordinal = mpich_nic_number(topo, task.nic);
     auto it = std::find_if(by_ordinal.begin(), by_ordinal.end(),
                            [&](const auto& entry) { return entry.first == ordinal; });
     if (it == by_ordinal.end()) {
@@ -665,12 +686,56 @@ std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks
   return text;
 }
 
+// Placeholder values that are the same in every task of the step.
+struct NodeValues {
+  std::string nic_mapping;
+  std::string node_nics, node_nics_netdev, node_nics_rdma;
+  std::string ccl_worker_affinity;
+};
+
+// Joins the non-empty results of `field` over NIC indices.
+template <class Field>
+std::string join_nics(const Topology& topo, const std::vector<int>& nics, Field field) {
+  std::string text;
+  for (int n : nics) {
+    const std::string item = field(topo.nics[n]);
+    if (!item.empty()) text += (text.empty() ? "" : ",") + item;
+  }
+  return text;
+}
+
+// oneCCL's workers, one per local rank: the last CPU of each task's own set, so a worker never
+// lands on another task's cores.
+std::string ccl_worker_cpus(const std::vector<TaskPlan>& tasks) {
+  std::string text;
+  for (const TaskPlan& task : tasks) {
+    const std::vector<int> cpus = task.cpus.to_vector();
+    if (cpus.empty()) return "";
+    text += (text.empty() ? "" : ",") + std::to_string(cpus.back());
+  }
+  return text;
+}
+
+NodeValues node_values(const Topology& topo, const std::vector<TaskPlan>& tasks) {
+  NodeValues values;
+  values.nic_mapping = nic_mapping(topo, tasks);
+  std::vector<int> all(topo.nics.size());
+  std::iota(all.begin(), all.end(), 0);
+  std::sort(all.begin(), all.end(), [&](int a, int b) {
+    return std::pair{nic_ordinal(topo.nics[a]), a} < std::pair{nic_ordinal(topo.nics[b]), b};
+  });
+  values.node_nics = join_nics(topo, all, [](const Nic& n) { return n.name; });
+  values.node_nics_netdev = join_nics(topo, all, [](const Nic& n) { return n.netdev; });
+  values.node_nics_rdma = join_nics(topo, all, [](const Nic& n) { return n.rdma; });
+  values.ccl_worker_affinity = ccl_worker_cpus(tasks);
+  return values;
+}
+
 // A task's placeholder values, each computed the first time a template asks for it.
 class TaskPlaceholders : public PlaceholderSource {
  public:
-  TaskPlaceholders(const Topology& topo, const TaskPlan& task, int ntasks,
-                   const std::string& nic_mapping)
-      : topo_(topo), task_(task), ntasks_(ntasks), nic_mapping_(nic_mapping) {}
+  TaskPlaceholders(const Topology& topo, const TaskPlan& task, int ntasks, const NodeValues& node)
+      : topo_(topo), task_(task), ntasks_(ntasks), node_(node) {}
 
   const std::string& get(Placeholder p) override {
     const size_t i = static_cast<size_t>(p);
@@ -710,7 +775,26 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kNicIndex:
         return number_if(nic, nic ? nic_ordinal(*nic) : 0);
       case Placeholder::kNicMapping:
-        return nic ? nic_mapping_ : "";
+        return nic ? node_.nic_mapping : "";
+      case Placeholder::kNics:
+        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.name; });
+      case Placeholder::kNicsNetdev:
+        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.netdev; });
+      case Placeholder::kNicsRdma:
+        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.rdma; });
+      case Placeholder::kNicsUcx:
+        return join_nics(topo_, task_.nics,
+                         [](const Nic& n) { return n.rdma.empty() ? n.netdev : n.rdma + ":1"; });
+      case Placeholder::kNodeNics:
+        return node_.node_nics;
+      case Placeholder::kNodeNicsNetdev:
+        return node_.node_nics_netdev;
+      case Placeholder::kNodeNicsRdma:
+        return node_.node_nics_rdma;
+      case Placeholder::kOmpThreads:
+        return std::to_string(omp_threads());
+      case Placeholder::kCclWorkerAffinity:
+        return node_.ccl_worker_affinity;
       case Placeholder::kCpus:
         return task_.cpus.to_list();
       case Placeholder::kCpuMask:
@@ -733,10 +817,20 @@ class TaskPlaceholders : public PlaceholderSource {
     return "";
   }
 
+  // A task with k > 1 visible GPU devices runs one worker per device (torchrun, accelerate,
+  // DeepSpeed): each gets an equal share of the task's CPUs.
+  int omp_threads() const {
+    size_t devices = 0;
+    for (const TaskGpu& gpu : task_.gpus)
+      devices += 1 + std::count(gpu.token.begin(), gpu.token.end(), ',');
+    const int cpus = task_.cpus.count();
+    return devices > 1 ? std::max(1, cpus / static_cast<int>(devices)) : cpus;
+  }
+
   const Topology& topo_;
   const TaskPlan& task_;
   int ntasks_;
-  const std::string& nic_mapping_;
+  const NodeValues& node_;
   PlaceholderValues values_;
   std::array<bool, static_cast<size_t>(Placeholder::kCount)> done_{};
 };
@@ -752,10 +846,10 @@ void append_group(const std::vector<EnvTemplate>& group, std::string_view select
 }
 
 void Planner::render_env() {
-  const std::string mapping = nic_mapping(topo_, plan_.tasks);
+  const NodeValues node = node_values(topo_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
   for (TaskPlan& task : plan_.tasks) {
-    TaskPlaceholders v(topo_, task, ntasks_, mapping);
+    TaskPlaceholders v(topo_, task, ntasks_, node);
     std::vector<EnvVar>& env = task.env;
     env.reserve(policy_.gpu_env.size() + policy_.nic_env.size() + policy_.omp_env.size() + 9);
     if (request_.gpu_env && !task.gpus.empty()) {
@@ -777,9 +871,33 @@ void Planner::render_env() {
       env.push_back({"GPUBIND_GPUS", v.get(Placeholder::kGpus), false});
       env.push_back({"GPUBIND_GPU_PCI", v.get(Placeholder::kGpuPci), false});
     }
-    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.get(Placeholder::kNic), false});
+    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.get(Placeholder::kNics), false});
     if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.get(Placeholder::kNuma), false});
   }
+}
+
+// What the task's runtime calls the GPU (or one tile of it). Tiled cards (Intel PVC) are "g" and
+// "g.t" under Level Zero's COMPOSITE hierarchy; under FLAT every tile is a device of its own,
+// numbered card by card (ZE_ENABLE_PCI_ID_DEVICE_ORDER=1 makes that the PCI order).
+std::string Planner::device_token(const Gpu& gpu, const std::string& step_token, int tile) {
+  const int tiles = gpu.tiles;
+  if (tiles < 2 || request_.ze_hierarchy == ZeHierarchy::kComposite) {
+    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+  }
+  int card = 0;
+  auto [end, ec] = std::from_chars(step_token.data(), step_token.data() + step_token.size(), card);
+  if (ec != std::errc() || end != step_token.data() + step_token.size() || card < 0 ||
+      card > kMaxTasks) {
+    warn("GPU token '" + step_token +
+         "' is not a card number: its tiles cannot be named under ZE_FLAT_DEVICE_HIERARCHY=FLAT; "
+         "the card.tile form is used");
+    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+  }
+  if (tile >= 0) return std::to_string(card * tiles + tile);
+  std::string all;
+  for (int t = 0; t < tiles; ++t)
+    all += (t ? "," : "") + std::to_string(card * tiles + t);
+  return all;
 }
 
 Result<Plan> Planner::run() {
@@ -820,7 +938,7 @@ Result<Plan> Planner::run() {
       const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];
       TaskGpu gpu{
           g, step_gpu.gpu, task_tiles_[task], step_gpu.token, node_gpu.pci_bus_id, node_gpu.vendor};
-      if (gpu.tile >= 0) gpu.token += "." + std::to_string(gpu.tile);
+      gpu.token = device_token(node_gpu, step_gpu.token, gpu.tile);
       plan.gpus.push_back(std::move(gpu));
     }
   }
@@ -830,6 +948,10 @@ Result<Plan> Planner::run() {
 }
 
 }  // namespace
+
+const char* ze_hierarchy_name(ZeHierarchy hierarchy) {
+  return hierarchy == ZeHierarchy::kComposite ? "composite" : "flat";
+}
 
 CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
   CpuSet reserved = policy.reserved_cpus;

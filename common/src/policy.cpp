@@ -13,29 +13,37 @@ std::vector<std::string> SitePolicy::default_nic_patterns() {
   return {"hsn*", "mlx5_*", "cxi*", "ib*"};
 }
 
+// Why each default is what it is, with sources: docs/environment.md.
 std::vector<EnvTemplate> SitePolicy::default_gpu_env() {
   return {
       {"CUDA_VISIBLE_DEVICES", "{gpus}", "nvidia", false},
+      // Slurm and gpubind number GPUs in PCI order; CUDA's default order is fastest first.
+      {"CUDA_DEVICE_ORDER", "PCI_BUS_ID", "nvidia", true},
       {"ROCR_VISIBLE_DEVICES", "{gpus}", "amd", false},
       {"ZE_AFFINITY_MASK", "{gpus}", "intel", false},
+      // Level Zero's device order is the driver's own unless told to follow PCI ids.
+      {"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1", "intel", true},
+      // oneCCL's "auto" may pin a rank's worker on another task's cores.
+      {"CCL_WORKER_AFFINITY", "{ccl_worker_affinity}", "intel", true},
   };
 }
 
 std::vector<EnvTemplate> SitePolicy::default_nic_env() {
+  // Only if unset: a user's or a module's own choice wins. No NCCL_IB_HCA and no per-task
+  // NCCL_SOCKET_IFNAME: NCCL finds each GPU's nearest NIC itself, and its variables must be the
+  // same in every rank of a node.
   return {
       // Cray MPICH picks the NIC per local rank from this mapping.
-      {"MPICH_OFI_NIC_POLICY", "USER", "slingshot", false},
-      {"MPICH_OFI_NIC_MAPPING", "{nic_mapping}", "slingshot", false},
-      {"NCCL_SOCKET_IFNAME", "{nic_netdev}", "slingshot", false},
-      {"NCCL_IB_HCA", "{nic_rdma}", "infiniband", false},
-      {"UCX_NET_DEVICES", "{nic_rdma}:1", "infiniband", false},
-      {"NCCL_SOCKET_IFNAME", "{nic_netdev}", "ethernet", false},
-      {"UCX_NET_DEVICES", "{nic_netdev}", "ethernet", false},
+      {"MPICH_OFI_NIC_POLICY", "USER", "slingshot", true},
+      {"MPICH_OFI_NIC_MAPPING", "{nic_mapping}", "slingshot", true},
+      {"UCX_NET_DEVICES", "{nics_ucx}", "infiniband", true},
+      {"NCCL_SOCKET_IFNAME", "{node_nics_netdev}", "ethernet", true},
+      {"UCX_NET_DEVICES", "{nics_ucx}", "ethernet", true},
   };
 }
 
 std::vector<EnvTemplate> SitePolicy::default_omp_env() {
-  return {{"OMP_NUM_THREADS", "{ncpus}", "", true}};
+  return {{"OMP_NUM_THREADS", "{omp_threads}", "", true}};
 }
 
 bool glob_match(const std::string& pattern, const std::string& name) {

@@ -121,6 +121,43 @@ run srun -N1 -n2 --gpus=2 --gpu-bind-auto=order=cpu,no-nic-env,omp "$check" --js
 [[ $rc -eq 0 && "$out" != *NCCL_SOCKET_IFNAME* && "$out" == *'"OMP_PLACES":"cores"'* ]] &&
   ok "flags no-nic-env and omp act" || bad "flags" "$out"
 
+# --- a user's or a module's own variables win over gpubind's --------------------------------------
+# A LUMI-like policy: the node's Slingshot interfaces for NCCL, Cray MPICH's NIC per rank.
+generation() { "$ctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"policy_generation":([0-9]+).*/\1/p'; }
+reload_policy() {
+  local before
+  before=$(generation)
+  kill -HUP "$(cat "$dir/run/gpubindd.pid")"
+  for _ in $(seq 100); do [[ "$(generation)" != "$before" ]] && return 0; sleep 0.1; done
+  return 1
+}
+cp "$dir/etc/policy.conf" "$dir/policy.plain"
+cat >>"$dir/etc/policy.conf" <<'POLICY'
+nic_env { name: "NCCL_SOCKET_IFNAME" value: "{node_nics_netdev}" when: "slingshot" only_if_unset: true }
+nic_env { name: "MPICH_OFI_NIC_POLICY" value: "USER" when: "slingshot" only_if_unset: true }
+nic_env { name: "MPICH_OFI_NIC_MAPPING" value: "{nic_mapping}" when: "slingshot" only_if_unset: true }
+POLICY
+reload_policy || bad "policy reload"
+run env -u NCCL_SOCKET_IFNAME -u OMP_NUM_THREADS -u MPICH_OFI_NIC_POLICY \
+  srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+json=$(grep '^{' <<<"$out")
+[[ $(grep -c '"NCCL_SOCKET_IFNAME":"hsn0,hsn1"' <<<"$json") -eq 2 &&
+  $(grep -c '"MPICH_OFI_NIC_POLICY":"USER"' <<<"$json") -eq 2 &&
+  $(grep -c '"OMP_NUM_THREADS":"1"' <<<"$json") -eq 2 ]] &&
+  ok "policy's NIC and thread variables set where the user has none (node-wide NCCL_SOCKET_IFNAME)" ||
+  bad "defaults without user variables" "$out"
+run env NCCL_SOCKET_IFNAME=eth7 OMP_NUM_THREADS=5 MPICH_OFI_NIC_POLICY=NUMA \
+  srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json
+json=$(grep '^{' <<<"$out")
+[[ $(grep -c '"NCCL_SOCKET_IFNAME":"eth7"' <<<"$json") -eq 2 &&
+  $(grep -c '"OMP_NUM_THREADS":"5"' <<<"$json") -eq 2 &&
+  $(grep -c '"MPICH_OFI_NIC_POLICY":"NUMA"' <<<"$json") -eq 2 &&
+  $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq 2 ]] &&
+  ok "user-set NCCL_SOCKET_IFNAME, OMP_NUM_THREADS, MPICH_OFI_NIC_POLICY survive binding" ||
+  bad "user variables overwritten" "$out"
+cp "$dir/policy.plain" "$dir/etc/policy.conf"
+reload_policy || bad "policy reload"
+
 # --- bad flags fail at once, naming the flag -----------------------------------------------------
 run srun -N1 -n1 --gpu-bind-auto=bogus true
 [[ $rc -ne 0 && "$out" == *"unknown flag 'bogus'"* ]] && ok "srun: bad flag fails, names it" || bad "bad flag rc=$rc" "$out"

@@ -113,8 +113,29 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
     }
     one_gpu_each = one_gpu_each && task.gpus.size() == 1;
     for (const TaskGpu& gpu : task.gpus) {
-      const std::string base =
+      std::string base =
           gpu.token.substr(0, gpu.tile >= 0 ? gpu.token.rfind('.') : std::string::npos);
+      // Tiled cards under Level Zero's FLAT hierarchy: tile t of card c is device c*T+t, and
+      // a whole card lists its T tiles.
+      const int tiles = t.gpus[gpu.gpu].tiles;
+      const bool flat_numbers =
+          !gpu.token.empty() && gpu.token.find_first_not_of("0123456789,") == std::string::npos;
+      if (tiles > 1 && request.ze_hierarchy == ZeHierarchy::kFlat && flat_numbers) {
+        const int first = std::stoi(gpu.token.substr(0, gpu.token.find(',')));
+        const int card = first / tiles;
+        std::string expected;
+        if (gpu.tile >= 0) {
+          expected = std::to_string(card * tiles + gpu.tile);
+        } else {
+          for (int t = 0; t < tiles; ++t)
+            expected += (t ? "," : "") + std::to_string(card * tiles + t);
+        }
+        if (gpu.token != expected || (gpu.tile >= 0 && first % tiles != gpu.tile)) {
+          return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token
+                                               << " is not a FLAT device of one card";
+        }
+        base = std::to_string(card);
+      }
       auto it = tokens.find(base);
       if (it == tokens.end() || it->second != gpu.gpu) {
         return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token

@@ -23,6 +23,7 @@ inline PlanRequest request_with_every_field() {
   r.gpu_env = true;
   r.nic_env = false;
   r.omp_places = true;
+  r.ze_hierarchy = ZeHierarchy::kComposite;
   return r;
 }
 
@@ -52,6 +53,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   EXPECT_EQ(back.gpu_env, sent.gpu_env);
   EXPECT_EQ(back.nic_env, sent.nic_env);
   EXPECT_EQ(back.omp_places.value_or(false), sent.omp_places.value_or(false));
+  EXPECT_EQ(back.ze_hierarchy, sent.ze_hierarchy);
 }
 
 }  // namespace gpubind::testing

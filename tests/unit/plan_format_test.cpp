@@ -25,7 +25,11 @@ TEST(PlanFormat, JsonHasTheDocumentedShape) {
   EXPECT_NE(json.find(R"("gpus":[{"index":0,"pci":"0000:c1:00.0",)"), std::string::npos);
   EXPECT_NE(json.find(R"("nic":"hsn0","numa":3,)"), std::string::npos);
   EXPECT_NE(json.find(R"("env":{"ROCR_VISIBLE_DEVICES":"0",)"), std::string::npos);
-  EXPECT_NE(json.find(R"("env_only_if_unset":["OMP_NUM_THREADS"])"), std::string::npos);
+  EXPECT_NE(
+      json.find(
+          R"("env_only_if_unset":["MPICH_OFI_NIC_POLICY","MPICH_OFI_NIC_MAPPING","OMP_NUM_THREADS"])"),
+      std::string::npos)
+      << json;
   EXPECT_NE(json.find(R"(],"warnings":[]})"), std::string::npos);
 }
 

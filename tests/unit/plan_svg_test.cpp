@@ -138,7 +138,8 @@ TEST(PlanSvg, PartitionsAndTilesAreNamed) {
   const std::string pvc =
       plan_to_svg(fixture("aurora-pvc"), {}, plan_for(fixture("aurora-pvc"), {}, 12), "pvc");
   EXPECT_NE(pvc.find("2 tiles"), std::string::npos);
-  EXPECT_NE(pvc.find("GPU 0.1 (0000:18:00.0)"), std::string::npos);
+  // Tile 1 of the first card: device 1 under Level Zero's default FLAT hierarchy.
+  EXPECT_NE(pvc.find("GPU 1 (0000:18:00.0)"), std::string::npos);
 }
 
 TEST(PlanSvg, TextIsEscaped) {

@@ -82,10 +82,45 @@ TEST(PlannerLumi, NicIsThePairsSlingshotNic) {
   for (int r = 0; r < 8; ++r) {
     ASSERT_GE(plan.tasks[r].nic, 0);
     EXPECT_EQ(t.nics[plan.tasks[r].nic].name, "hsn" + std::to_string(r / 2)) << "rank " << r;
-    EXPECT_EQ(env_of(plan.tasks[r], "NCCL_SOCKET_IFNAME"), "hsn" + std::to_string(r / 2));
+    // NCCL's bootstrap interface is not a per-task choice on Slingshot.
+    EXPECT_EQ(env_of(plan.tasks[r], "NCCL_SOCKET_IFNAME"), "<unset>");
     EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_POLICY"), "USER");
     EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_MAPPING"), "0:0-1; 1:2-3; 2:4-5; 3:6-7");
+    // A module's or user's own NIC policy wins.
+    EXPECT_TRUE(find_env(plan.tasks[r], "MPICH_OFI_NIC_POLICY")->only_if_unset);
+    EXPECT_TRUE(find_env(plan.tasks[r], "MPICH_OFI_NIC_MAPPING")->only_if_unset);
   }
+}
+
+// Plain Ethernet NICs: NCCL's socket interfaces are the node's (the same in every task), UCX
+// gets the task's own.
+TEST(PlannerLumi, EthernetNicsGiveOneNodeWideSocketList) {
+  Topology t = fixture("lumi-g");
+  for (Nic& nic : t.nics) {
+    nic.kind = NicKind::kEthernet;
+    nic.rdma.clear();
+  }
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(env_of(plan.tasks[r], "NCCL_SOCKET_IFNAME"), "hsn0,hsn1,hsn2,hsn3");
+    EXPECT_TRUE(find_env(plan.tasks[r], "NCCL_SOCKET_IFNAME")->only_if_unset);
+    EXPECT_EQ(env_of(plan.tasks[r], "UCX_NET_DEVICES"), "hsn" + std::to_string(r / 2));
+    EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_POLICY"), "<unset>");
+  }
+}
+
+// Cray MPICH numbers the NICs it finds from 0: with cxi1 gone, cxi2 is its NIC 1.
+TEST(PlannerLumi, NicMappingCountsTheNicsMpichFinds) {
+  Topology t = fixture("lumi-g");
+  t.nics.erase(t.nics.begin() + 1);
+  for (size_t i = 0; i < t.nics.size(); ++i)
+    t.nics[i].index = static_cast<int>(i);
+  const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
+  EXPECT_EQ(t.nics[plan.tasks[7].nic].name, "hsn3");
+  EXPECT_EQ(t.nics[plan.tasks[5].nic].name, "hsn2");
+  // hsn0/cxi0 is 0, hsn2/cxi2 is 1, hsn3/cxi3 is 2; ranks 2 and 3 lost their NIC and were
+  // balanced over the others.
+  EXPECT_EQ(env_of(plan.tasks[0], "MPICH_OFI_NIC_MAPPING"), "0:0-1; 1:2,4-5; 2:3,6-7");
 }
 
 TEST(PlannerLumi, ReservedCoresAreNeverGiven) {
@@ -388,7 +423,9 @@ TEST(PlannerAurora, TasksSharingAGpuGetTilesInZeAffinityMask) {
   const Topology& t = fixture("aurora-pvc");
   SitePolicy policy;
   policy.reserved_cpus = *CpuSet::parse_list("0,52,104,156");
-  const Plan plan = plan_or_fail(t, policy, tasks(12));
+  PlanRequest composite = tasks(12);
+  composite.ze_hierarchy = ZeHierarchy::kComposite;
+  const Plan plan = plan_or_fail(t, policy, composite);
   for (int r = 0; r < 12; ++r) {
     EXPECT_EQ(env_of(plan.tasks[r], "ZE_AFFINITY_MASK"),
               std::to_string(r / 2) + "." + std::to_string(r % 2))
@@ -398,8 +435,51 @@ TEST(PlannerAurora, TasksSharingAGpuGetTilesInZeAffinityMask) {
   EXPECT_FALSE(plan.tasks[0].cpus.test(0));
   EXPECT_TRUE(testing::no_core_shared(t, plan));
   // Whole GPUs when each task has its own.
-  const Plan whole = plan_or_fail(t, policy, tasks(6));
+  composite.ntasks = 6;
+  const Plan whole = plan_or_fail(t, policy, composite);
   EXPECT_EQ(env_of(whole.tasks[4], "ZE_AFFINITY_MASK"), "4");
+}
+
+// Under FLAT (Level Zero's default) "card.tile" is not a valid mask: every tile is a device,
+// numbered card by card.
+TEST(PlannerAurora, FlatHierarchyNamesTilesAsDevices) {
+  const Topology& t = fixture("aurora-pvc");
+  const Plan tiles = plan_or_fail(t, SitePolicy(), tasks(12));
+  for (int r = 0; r < 12; ++r) {
+    EXPECT_EQ(env_of(tiles.tasks[r], "ZE_AFFINITY_MASK"), std::to_string(r)) << "rank " << r;
+    EXPECT_EQ(tiles.tasks[r].gpus[0].tile, r % 2);
+  }
+  const Plan cards = plan_or_fail(t, SitePolicy(), tasks(6));
+  EXPECT_EQ(env_of(cards.tasks[4], "ZE_AFFINITY_MASK"), "8,9");
+  EXPECT_EQ(env_of(cards.tasks[4], "ZE_ENABLE_PCI_ID_DEVICE_ORDER"), "1");
+  EXPECT_TRUE(find_env(cards.tasks[4], "ZE_ENABLE_PCI_ID_DEVICE_ORDER")->only_if_unset);
+  // The step's own card numbers (Slurm's tokens) are what the tiles count from.
+  PlanRequest two = tasks(2);
+  two.gpus = std::vector<StepGpu>{{3, "0"}, {5, "1"}};
+  const Plan step = plan_or_fail(t, SitePolicy(), two);
+  EXPECT_EQ(env_of(step.tasks[1], "ZE_AFFINITY_MASK"), "2,3");
+}
+
+// oneCCL's worker per rank: one CPU of each task's own set, the same list in every task.
+TEST(PlannerAurora, CclWorkersStayOnTheirOwnTasksCores) {
+  const Topology& t = fixture("aurora-pvc");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
+  const std::string list = env_of(plan.tasks[0], "CCL_WORKER_AFFINITY");
+  const auto cpus = CpuSet::parse_list(list);
+  ASSERT_TRUE(cpus) << list;
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(env_of(plan.tasks[r], "CCL_WORKER_AFFINITY"), list);
+    EXPECT_TRUE(find_env(plan.tasks[r], "CCL_WORKER_AFFINITY")->only_if_unset);
+    // Item r of the list is a CPU of task r.
+    std::vector<int> items;
+    for (size_t at = 0, next; at <= list.size(); at = next + 1) {
+      next = list.find(',', at);
+      if (next == std::string::npos) next = list.size();
+      items.push_back(std::stoi(list.substr(at, next - at)));
+    }
+    ASSERT_EQ(items.size(), 6u);
+    EXPECT_TRUE(plan.tasks[r].cpus.test(items[r])) << "rank " << r << ": " << list;
+  }
 }
 
 TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {
@@ -419,10 +499,53 @@ TEST(PlannerDgx, NvidiaEnvAndInfinibandNicBehindTheSameSwitch) {
     EXPECT_EQ(env_of(task, "CUDA_VISIBLE_DEVICES"), std::to_string(r));
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
     EXPECT_EQ(t.nics[task.nic].name, "mlx5_" + std::to_string(r)) << "rank " << r;
-    EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "mlx5_" + std::to_string(r));
+    // NCCL picks each GPU's HCA itself and needs the same NCCL_IB_HCA in every rank.
+    EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "<unset>");
     EXPECT_EQ(env_of(task, "UCX_NET_DEVICES"), "mlx5_" + std::to_string(r) + ":1");
+    EXPECT_TRUE(find_env(task, "UCX_NET_DEVICES")->only_if_unset);
+    EXPECT_EQ(env_of(task, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+    EXPECT_TRUE(find_env(task, "CUDA_DEVICE_ORDER")->only_if_unset);
     EXPECT_EQ(env_of(task, "MPICH_OFI_NIC_POLICY"), "<unset>");
     EXPECT_EQ(task.cpus.count(), 28) << "14 cores x 2 threads of its package";
+  }
+}
+
+// One task running one worker per GPU (torchrun over all 8): every GPU's HCA, each worker an
+// equal share of the CPUs.
+TEST(PlannerDgx, OneTaskWithAllGpusGetsEveryGpusNicAndThreadsPerGpu) {
+  const Topology& t = fixture("dgx-h100");
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(1));
+  const TaskPlan& task = plan.tasks[0];
+  EXPECT_EQ(task.nics.size(), 8u);
+  EXPECT_EQ(task.nic_name, "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+  EXPECT_EQ(env_of(task, "GPUBIND_NIC"), task.nic_name);
+  EXPECT_EQ(env_of(task, "UCX_NET_DEVICES"),
+            "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1");
+  EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "<unset>");
+  EXPECT_EQ(env_of(task, "OMP_NUM_THREADS"), std::to_string(task.cpus.count() / 8));
+  // Two GPUs per task: both their HCAs, half the CPUs each.
+  const Plan pairs = plan_or_fail(t, SitePolicy(), tasks(4));
+  EXPECT_EQ(pairs.tasks[1].nic_name, "mlx5_2,mlx5_3");
+  EXPECT_EQ(env_of(pairs.tasks[1], "UCX_NET_DEVICES"), "mlx5_2:1,mlx5_3:1");
+  EXPECT_EQ(env_of(pairs.tasks[1], "OMP_NUM_THREADS"),
+            std::to_string(pairs.tasks[1].cpus.count() / 2));
+  // One GPU: all of the task's CPUs.
+  const Plan single = plan_or_fail(t, SitePolicy(), tasks(8));
+  EXPECT_EQ(env_of(single.tasks[3], "OMP_NUM_THREADS"),
+            std::to_string(single.tasks[3].cpus.count()));
+}
+
+// A node-wide NIC list for sites that must name their compute HCAs: the same exact list in
+// every task, whatever its GPUs.
+TEST(PlannerDgx, NodeNicListIsTheSameInEveryTask) {
+  const Topology& t = fixture("dgx-h100");
+  SitePolicy policy;
+  policy.nic_env = {{"NCCL_IB_HCA", "={node_nics_rdma}", "infiniband", true}};
+  const Plan plan = plan_or_fail(t, policy, tasks(8));
+  for (const TaskPlan& task : plan.tasks) {
+    // Every NIC the topology holds (nic_patterns chose them when it was loaded), by ordinal.
+    EXPECT_EQ(env_of(task, "NCCL_IB_HCA"),
+              "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_9");
   }
 }
 

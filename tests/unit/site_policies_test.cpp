@@ -20,6 +20,13 @@ Node site(const std::string& policy, const std::string& fixture) {
   return node ? std::move(*node) : Node{};
 }
 
+std::string env_value(const TaskPlan& task, const std::string& name) {
+  for (const EnvVar& var : task.env) {
+    if (var.name == name) return var.value;
+  }
+  return "<unset>";
+}
+
 Plan plan(const Node& node, int ntasks) {
   PlanRequest request;
   request.ntasks = ntasks;
@@ -50,8 +57,9 @@ TEST(SitePolicies, AuroraKeepsCores0And52AndGivesTiles) {
     for (int cpu : {0, 52, 104, 156})
       EXPECT_FALSE(task.cpus.test(cpu)) << task.rank;
   }
-  EXPECT_EQ(p.tasks[1].gpus[0].token, "0.1");
-  EXPECT_EQ(p.tasks[11].gpus[0].token, "5.1");
+  // Level Zero's default hierarchy is FLAT: tile 1 of card 5 is device 11.
+  EXPECT_EQ(p.tasks[1].gpus[0].token, "1");
+  EXPECT_EQ(p.tasks[11].gpus[0].token, "11");
 }
 
 TEST(SitePolicies, PerlmutterRankZeroSitsOnNumaThree) {
@@ -63,14 +71,26 @@ TEST(SitePolicies, PerlmutterRankZeroSitsOnNumaThree) {
 TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
   const Node node = site("dgx-h100", "dgx-h100");
   EXPECT_EQ(node.topology.nics.size(), 8u) << "storage ports are not job NICs";
-  const Plan p = plan(node, 8);
-  for (int r = 0; r < 8; ++r) {
-    const Nic& nic = node.topology.nics[p.tasks[r].nic];
-    EXPECT_EQ(nic.rdma, "mlx5_" + std::to_string(r));
-    bool hca = false;
-    for (const EnvVar& var : p.tasks[r].env)
-      hca |= var.name == "NCCL_IB_HCA" && var.value == nic.rdma;
-    EXPECT_TRUE(hca) << r;
+  for (int ntasks : {1, 4, 8}) {
+    const Plan p = plan(node, ntasks);
+    for (const TaskPlan& task : p.tasks) {
+      const Nic& nic = node.topology.nics[task.nic];
+      if (ntasks == 8) {
+        EXPECT_EQ(nic.rdma, "mlx5_" + std::to_string(task.rank));
+      }
+      // NCCL: one exact list of the compute HCAs, the same in every task; UCX: the task's own.
+      EXPECT_EQ(env_value(task, "NCCL_IB_HCA"),
+                "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+      std::string ucx;
+      for (int n : task.nics)
+        ucx += (ucx.empty() ? "" : ",") + node.topology.nics[n].rdma + ":1";
+      EXPECT_EQ(env_value(task, "UCX_NET_DEVICES"), ucx);
+      for (const EnvVar& var : task.env) {
+        if (var.name == "NCCL_IB_HCA" || var.name == "UCX_NET_DEVICES") {
+          EXPECT_TRUE(var.only_if_unset) << var.name;
+        }
+      }
+    }
   }
 }
 

@@ -104,6 +104,7 @@ TEST(StepText, RequestRoundTrips) {
   r.order = "cpu";
   r.smt = 1;
   r.no_nic_env = true;
+  r.ze_hierarchy = "composite";
   r.socket = "/run/gpubind/gpubind.sock";
   r.timeout_ms = 250;
   r.fallback = false;
@@ -144,6 +145,7 @@ TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
   EXPECT_FALSE(decode_plan("source=daemon\nbogus=1\n"));
   EXPECT_FALSE(decode_request("ntasks=eight\n"));
   EXPECT_FALSE(decode_request("gpu=zero:0\n"));
+  EXPECT_FALSE(decode_request("ze_hierarchy=sideways\n"));
 }
 
 // The daemon's compact path and the fallback both convert here: a negative count, GPU index or
@@ -280,6 +282,31 @@ TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
   auto no_rocr = env_of({{"GPU_DEVICE_ORDINAL", "4,5,6,7"}});
   got = updates_of(no_rocr, amd);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "6") << "nothing applied before it: the node's numbering";
+}
+
+// The task's Level Zero hierarchy decides how PVC tiles are named; FLAT is Level Zero's default.
+TEST(StepEnv, ZeHierarchyFromTheTasksEnvironment) {
+  auto with = [](std::optional<std::string> value) {
+    return ze_hierarchy_from_env([value](const std::string& name) -> std::optional<std::string> {
+      if (name == "ZE_FLAT_DEVICE_HIERARCHY") return value;
+      return std::nullopt;
+    });
+  };
+  EXPECT_EQ(with("COMPOSITE"), "composite");
+  EXPECT_EQ(with("composite"), "composite");
+  EXPECT_EQ(with("FLAT"), "");
+  EXPECT_EQ(with("COMBINED"), "");
+  EXPECT_EQ(with(std::nullopt), "");
+}
+
+// A task with several GPUs names all their NICs.
+TEST(StepEnv, VerboseLineListsEveryNic) {
+  TaskBinding t;
+  t.cpus = "0-27";
+  t.gpus = "0 (0000:18:00.0) 1 (0000:2a:00.0)";
+  t.nic = "mlx5_0,mlx5_1";
+  EXPECT_NE(describe_binding("h", 0, t, "daemon").find("NIC mlx5_0,mlx5_1 [daemon]"),
+            std::string::npos);
 }
 
 TEST(StepEnv, VerboseLine) {

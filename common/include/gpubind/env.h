@@ -12,30 +12,60 @@ namespace gpubind {
 
 // Every placeholder a template may use. Documented in docs/policy.md.
 enum class Placeholder {
-  kGpus,        // the task's GPU visibility tokens, "0,1" or tiles "0.1"
-  kGpuPci,      // PCI bus ids of the task's GPUs
-  kNgpus,       // number of GPU tokens
-  kNic,         // NIC name (first pattern match), e.g. hsn0 or mlx5_0
-  kNicNetdev,   // network interface of the NIC, e.g. hsn0 / ib0
-  kNicRdma,     // RDMA device of the NIC, e.g. cxi0 / mlx5_0
-  kNicIndex,    // the NIC's ordinal (N of cxiN / mlx5_N)
-  kNicMapping,  // Cray MPICH mapping of NIC ordinals to local ranks, "0:0-1; 1:2-3"
-  kCpus,        // CPU list, "49-55"
-  kCpuMask,     // CPU hex mask, "0xfe000000000000"
-  kNcpus,       // number of CPUs (hardware threads)
-  kNcores,      // number of cores
-  kNuma,        // NUMA node of most of the task's CPUs
-  kL3,          // L3 index of most of the task's CPUs
-  kLocalRank,   // node-local rank
-  kNtasks,      // tasks of the step on this node
+  kGpus,            // the task's GPU visibility tokens, "0,1" or tiles "0.1"
+  kGpuPci,          // PCI bus ids of the task's GPUs
+  kNgpus,           // number of GPU tokens
+  kNic,             // the task's first NIC: name (first pattern match), e.g. hsn0 or mlx5_0
+  kNicNetdev,       // network interface of that NIC, e.g. hsn0 / ib0
+  kNicRdma,         // RDMA device of that NIC, e.g. cxi0 / mlx5_0
+  kNicIndex,        // that NIC's ordinal (N of cxiN / mlx5_N)
+  kNicMapping,      // Cray MPICH's NIC per local rank, "0:0-1; 1:2-3" (MPICH's NIC numbering)
+  kNics,            // every NIC of the task (the nearest of each of its GPUs), "mlx5_0,mlx5_3"
+  kNicsNetdev,      // their network interfaces, "ib0,ib3"
+  kNicsRdma,        // their RDMA devices, "mlx5_0,mlx5_3"
+  kNicsUcx,         // their UCX device names, "mlx5_0:1,mlx5_3:1" (netdev where no RDMA device)
+  kNodeNics,        // every NIC of the node that nic_patterns select, the same in every task
+  kNodeNicsNetdev,  // their network interfaces, "hsn0,hsn1,hsn2,hsn3"
+  kNodeNicsRdma,    // their RDMA devices, "mlx5_0,mlx5_1,..."
+  kOmpThreads,      // threads per worker: the task's CPUs, divided by its GPUs when it has several
+  kCclWorkerAffinity,  // oneCCL: one CPU per local rank, from each task's own set, node-wide
+  kCpus,               // CPU list, "49-55"
+  kCpuMask,            // CPU hex mask, "0xfe000000000000"
+  kNcpus,              // number of CPUs (hardware threads)
+  kNcores,             // number of cores
+  kNuma,               // NUMA node of most of the task's CPUs
+  kL3,                 // L3 index of most of the task's CPUs
+  kLocalRank,          // node-local rank
+  kNtasks,             // tasks of the step on this node
   kCount
 };
 
 inline constexpr std::array<const char*, static_cast<size_t>(Placeholder::kCount)>
-    kPlaceholderNames = {"gpus",       "gpu_pci",  "ngpus",      "nic",
-                         "nic_netdev", "nic_rdma", "nic_index",  "nic_mapping",
-                         "cpus",       "cpu_mask", "ncpus",      "ncores",
-                         "numa",       "l3",       "local_rank", "ntasks"};
+    kPlaceholderNames = {"gpus",
+                         "gpu_pci",
+                         "ngpus",
+                         "nic",
+                         "nic_netdev",
+                         "nic_rdma",
+                         "nic_index",
+                         "nic_mapping",
+                         "nics",
+                         "nics_netdev",
+                         "nics_rdma",
+                         "nics_ucx",
+                         "node_nics",
+                         "node_nics_netdev",
+                         "node_nics_rdma",
+                         "omp_threads",
+                         "ccl_worker_affinity",
+                         "cpus",
+                         "cpu_mask",
+                         "ncpus",
+                         "ncores",
+                         "numa",
+                         "l3",
+                         "local_rank",
+                         "ntasks"};
 
 // Values of every placeholder for one task.
 using PlaceholderValues = std::array<std::string, static_cast<size_t>(Placeholder::kCount)>;

@@ -19,6 +19,9 @@ struct StepGpu {
   std::string token;  // how the step names it in its visibility env ("0", "3", "GPU-uuid"...)
 };
 
+enum class ZeHierarchy { kFlat, kComposite };
+const char* ze_hierarchy_name(ZeHierarchy hierarchy);  // "flat", "composite"
+
 struct PlanRequest {
   int ntasks = 1;
   std::optional<CpuSet> allowed_cpus;  // the step's CPUs; nullopt = the whole node
@@ -34,6 +37,9 @@ struct PlanRequest {
   bool gpu_env = true;                       // render the GPU visibility group
   bool nic_env = true;                       // render the NIC group
   std::optional<bool> omp_places;            // nullopt = the policy's omp_places
+  // How the task's Level Zero counts devices (its ZE_FLAT_DEVICE_HIERARCHY): FLAT (the default)
+  // makes each PVC tile a device, COMPOSITE keeps cards with "card.tile" sub-devices.
+  ZeHierarchy ze_hierarchy = ZeHierarchy::kFlat;
 };
 
 struct EnvVar {
@@ -47,8 +53,10 @@ struct TaskGpu {
   int step_index = 0;  // position in the step's GPU list
   int gpu = 0;         // index into Topology::gpus
   int tile = -1;       // sub-device, or -1 for the whole GPU
-  std::string token;   // what goes into the visibility env: "3" or "3.1"
-  std::string pci;     // PCI bus id
+  // What goes into the visibility env: "3"; a tile "3.1" (composite) or "7" (flat); a whole
+  // tiled card under FLAT lists its tiles, "6,7".
+  std::string token;
+  std::string pci;  // PCI bus id
   Vendor vendor = Vendor::kUnknown;
 };
 
@@ -57,10 +65,11 @@ struct TaskPlan {
   CpuSet cpus;
   int ncores = 0;
   std::vector<TaskGpu> gpus;
-  int nic = -1;  // index into Topology::nics, -1 = none
-  std::string nic_name;
-  int numa = -1;  // NUMA node holding most of the task's CPUs
-  int l3 = -1;    // L3 holding most of the task's CPUs
+  int nic = -1;           // index into Topology::nics of the first NIC, -1 = none
+  std::vector<int> nics;  // every NIC of the task: the nearest of each of its GPUs, in GPU order
+  std::string nic_name;   // their names, "mlx5_0,mlx5_3"
+  int numa = -1;          // NUMA node holding most of the task's CPUs
+  int l3 = -1;            // L3 holding most of the task's CPUs
   std::vector<EnvVar> env;
 };
 
