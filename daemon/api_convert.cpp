@@ -119,6 +119,7 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.gpu_env = !proto.no_gpu_env();
   request.nic_env = !proto.no_nic_env();
   if (proto.has_omp_places()) request.omp_places = proto.omp_places();
+  request.unplaced_gpus.assign(proto.unplaced_gpus().begin(), proto.unplaced_gpus().end());
   request.ze_hierarchy = proto.ze_hierarchy() == v1::ZE_HIERARCHY_COMPOSITE
                              ? ZeHierarchy::kComposite
                              : ZeHierarchy::kFlat;
@@ -146,6 +147,8 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   proto.set_no_gpu_env(!request.gpu_env);
   proto.set_no_nic_env(!request.nic_env);
   if (request.omp_places) proto.set_omp_places(*request.omp_places);
+  for (const std::string& token : request.unplaced_gpus)
+    proto.add_unplaced_gpus(token);
   proto.set_ze_hierarchy(request.ze_hierarchy == ZeHierarchy::kComposite
                              ? v1::ZE_HIERARCHY_COMPOSITE
                              : v1::ZE_HIERARCHY_FLAT);
@@ -163,7 +166,7 @@ void plan_to_proto(const Plan& plan, v1::PlanResponse& proto) {
     for (const TaskGpu& gpu : task.gpus) {
       v1::TaskGpu* g = out->add_gpus();
       g->set_step_index(static_cast<uint32_t>(gpu.step_index));
-      g->set_node_index(static_cast<uint32_t>(gpu.gpu));
+      g->set_node_index(gpu.gpu);
       g->set_token(gpu.token);
       g->set_pci(gpu.pci);
       g->set_vendor(vendor_name(gpu.vendor));
@@ -195,8 +198,8 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     if (auto cpus = CpuSet::parse_list(in.cpus())) task.cpus = *cpus;
     task.ncores = static_cast<int>(in.ncores());
     for (const v1::TaskGpu& g : in.gpus()) {
-      task.gpus.push_back({static_cast<int>(g.step_index()), static_cast<int>(g.node_index()),
-                           g.tile(), g.token(), g.pci(), vendor_from(g.vendor())});
+      task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile(), g.token(),
+                           g.pci(), vendor_from(g.vendor())});
     }
     task.nic = in.nic_index();
     task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());

@@ -96,6 +96,7 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   StepGpus gpus = step_gpus_from_env(env);
   request.gpus_given = true;  // never "every GPU of the node": the plan stays in the step
   request.gpus = std::move(gpus.gpus);
+  request.unplaced_gpus = std::move(gpus.unplaced);
   if (!gpus.warning.empty()) state().plan.warnings.push_back(gpus.warning);
   request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
   request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");

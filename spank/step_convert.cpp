@@ -23,6 +23,7 @@ Result<PlanRequest> to_plan_request(const StepRequest& step) {
     }
     request.gpus = std::move(gpus);
   }
+  request.unplaced_gpus = step.unplaced_gpus;
   // Counts are 0 ("not given") or more, on every path: the daemon's protobuf has no negatives.
   const std::pair<int, const char*> counts[] = {{step.cpus_per_task, "cpus_per_task"},
                                                 {step.gpus_per_task, "gpus_per_task"},
@@ -51,6 +52,7 @@ StepRequest to_step_request(const PlanRequest& request) {
   if (request.allowed_cpus) step.allowed_cpus = request.allowed_cpus->to_list();
   if (request.allowed_cores) step.allowed_cores = request.allowed_cores->to_list();
   step.gpus_given = request.gpus.has_value();
+  step.unplaced_gpus = request.unplaced_gpus;
   if (request.gpus) {
     for (const StepGpu& gpu : *request.gpus)
       step.gpus.emplace_back(gpu.gpu, gpu.token);
@@ -81,7 +83,7 @@ StepPlan to_step_plan(const Plan& plan, const std::string& source) {
     binding.l3 = task.l3;
     for (const TaskGpu& gpu : task.gpus) {
       if (!binding.gpus.empty()) binding.gpus += " ";
-      binding.gpus += gpu.token + " (" + gpu.pci + ")";
+      binding.gpus += gpu.pci.empty() ? gpu.token : gpu.token + " (" + gpu.pci + ")";
       binding.tokens += (binding.tokens.empty() ? "" : ",") + gpu.token;
       binding.vendor = vendor_name(gpu.vendor);
     }

@@ -48,6 +48,12 @@ StepGpus step_gpus_from_env(const EnvLookup& env) {
       indices ? split_list(*indices) : std::vector<std::string>{};
   const std::vector<std::string> token_list =
       tokens ? split_list(*tokens) : std::vector<std::string>{};
+  const bool mig = std::any_of(token_list.begin(), token_list.end(),
+                               [](const std::string& t) { return t.rfind("MIG-", 0) == 0; });
+  if (mig) {
+    out.unplaced = token_list;
+    return out;
+  }
   if (!index_list.empty()) {
     const bool tokens_match = token_list.size() == index_list.size();
     if (tokens && !tokens_match) {

@@ -15,12 +15,16 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 
 struct StepGpus {
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
-  std::string warning;                            // set when the env could not be read fully
+  // NVIDIA MIG instances ("MIG-<uuid>"): Slurm's indices then count MIG instances, not GPUs, so
+  // the tokens are kept as they are, with no node GPU.
+  std::vector<std::string> unplaced;
+  std::string warning;  // set when the env could not be read fully
 };
 
 // The step's GPUs: node indices from SLURM_STEP_GPUS (or SLURM_JOB_GPUS), tokens from the
 // visibility variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK or
 // GPU_DEVICE_ORDINAL), position by position. No GPU information means a step without GPUs.
+// MIG tokens are never read as GPU numbers: they come back in `unplaced`.
 StepGpus step_gpus_from_env(const EnvLookup& env);
 
 // The count in SLURM_GPUS_PER_TASK ("2" or "a100:2"), SLURM_NTASKS_PER_GPU, SLURM_CPUS_PER_TASK;

@@ -47,6 +47,8 @@ std::string encode(const StepRequest& r) {
       << "\nallowed_cores=" << one_line(r.allowed_cores) << "\ngpus_given=" << r.gpus_given << "\n";
   for (const auto& [index, token] : r.gpus)
     out << "gpu=" << index << ":" << one_line(token) << "\n";
+  for (const std::string& token : r.unplaced_gpus)
+    out << "unplaced_gpu=" << one_line(token) << "\n";
   out << "cpus_per_task=" << r.cpus_per_task << "\ngpus_per_task=" << r.gpus_per_task
       << "\ntasks_per_gpu=" << r.tasks_per_gpu << "\norder=" << r.order << "\nsmt=" << r.smt
       << "\nno_gpu_env=" << r.no_gpu_env << "\nno_nic_env=" << r.no_nic_env << "\nomp=" << r.omp
@@ -87,6 +89,11 @@ Result<StepRequest> decode_request(const std::string& text) {
             return make_error("gpu: expected INDEX:TOKEN, got '" + value + "'");
           }
           r.gpus.emplace_back(index, value.substr(colon + 1));
+          return Ok{};
+        }
+        if (key == "unplaced_gpu") {
+          if (value.empty()) return make_error("unplaced_gpu: empty token");
+          r.unplaced_gpus.push_back(value);
           return Ok{};
         }
         if (key == "cpus_per_task") return number(r.cpus_per_task);

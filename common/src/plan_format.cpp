@@ -117,7 +117,7 @@ std::string plan_to_table(const Plan& plan) {
     std::string gpus;
     for (const TaskGpu& gpu : task.gpus) {
       if (!gpus.empty()) gpus += " ";
-      gpus += gpu.token + " (" + gpu.pci + ")";
+      gpus += gpu.pci.empty() ? gpu.token : gpu.token + " (" + gpu.pci + ")";
     }
     rows.push_back({std::to_string(task.rank), task.cpus.to_list(), task.cpus.to_mask(),
                     std::to_string(task.ncores), task.l3 >= 0 ? std::to_string(task.l3) : "-",

@@ -67,6 +67,7 @@ class Planner {
   void assign_cores();
   void assign_nics();
   void render_env();
+  void hand_out_unplaced_gpus();
   std::string device_token(const Gpu& gpu, const std::string& step_token, int tile);
 
   int cores_wanted_per_task();
@@ -173,6 +174,14 @@ Status Planner::find_usable_cores() {
 }
 
 Status Planner::resolve_step_gpus() {
+  if (!request_.unplaced_gpus.empty()) {
+    if (request_.gpus && !request_.gpus->empty())
+      return make_error("a step's GPUs are either node GPUs or unplaced tokens, not both");
+    for (const std::string& token : request_.unplaced_gpus) {
+      if (token.empty()) return make_error("an unplaced GPU has an empty token");
+    }
+    return Ok{};
+  }
   if (!request_.gpus) {
     for (const Gpu& gpu : topo_.gpus)
       step_gpus_.push_back({gpu.index, std::to_string(gpu.index)});
@@ -750,8 +759,10 @@ class TaskPlaceholders : public PlaceholderSource {
   std::string join_gpus(bool pci) const {
     std::string text;
     for (const TaskGpu& gpu : task_.gpus) {
+      const std::string& item = pci ? gpu.pci : gpu.token;
+      if (item.empty()) continue;  // a MIG instance has no bus id here
       if (!text.empty()) text.push_back(',');
-      text += pci ? topo_.gpus[gpu.gpu].pci_bus_id : gpu.token;
+      text += item;
     }
     return text;
   }
@@ -853,7 +864,7 @@ void Planner::render_env() {
     std::vector<EnvVar>& env = task.env;
     env.reserve(policy_.gpu_env.size() + policy_.nic_env.size() + policy_.omp_env.size() + 9);
     if (request_.gpu_env && !task.gpus.empty()) {
-      append_group(policy_.gpu_env, vendor_name(topo_.gpus[task.gpus[0].gpu].vendor), v, env);
+      append_group(policy_.gpu_env, vendor_name(task.gpus[0].vendor), v, env);
     }
     if (request_.nic_env && task.nic >= 0) {
       append_group(policy_.nic_env, nic_kind_name(topo_.nics[task.nic].kind), v, env);
@@ -869,11 +880,42 @@ void Planner::render_env() {
     env.push_back({"GPUBIND_CPUS", v.get(Placeholder::kCpus), false});
     if (!task.gpus.empty()) {
       env.push_back({"GPUBIND_GPUS", v.get(Placeholder::kGpus), false});
-      env.push_back({"GPUBIND_GPU_PCI", v.get(Placeholder::kGpuPci), false});
+      // MIG instances have no bus id of their own here.
+      if (!v.get(Placeholder::kGpuPci).empty())
+        env.push_back({"GPUBIND_GPU_PCI", v.get(Placeholder::kGpuPci), false});
     }
     if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.get(Placeholder::kNics), false});
     if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.get(Placeholder::kNuma), false});
   }
+}
+
+// Tokens without a node GPU (MIG instances: which GPU holds each is not known here) go to tasks
+// like GPUs do, in blocks or shared, after the cores were planned without them.
+void Planner::hand_out_unplaced_gpus() {
+  const std::vector<std::string>& tokens = request_.unplaced_gpus;
+  const int n = static_cast<int>(tokens.size());
+  if (n == 0) return;
+  const int per_task = request_.gpus_per_task;
+  for (int task = 0; task < ntasks_; ++task) {
+    int begin = 0, end = 0;
+    if (per_task > 0) {
+      begin = (task * per_task) % n;
+      end = begin + std::min(per_task, n);
+    } else if (n >= ntasks_) {
+      begin = task * n / ntasks_;
+      end = (task + 1) * n / ntasks_;
+    } else {
+      begin = task * n / ntasks_;
+      end = begin + 1;
+    }
+    for (int i = begin; i < end; ++i) {
+      const int at = i % n;
+      plan_.tasks[task].gpus.push_back({at, -1, -1, tokens[at], "", Vendor::kNvidia});
+    }
+  }
+  warn("the step's GPUs are MIG instances (" + tokens.front() +
+       "...): the GPU that holds each is not known here, so tasks' cores are not placed near "
+       "them");
 }
 
 // What the task's runtime calls the GPU (or one tile of it). Tiled cards (Intel PVC) are "g" and
@@ -942,6 +984,7 @@ Result<Plan> Planner::run() {
       plan.gpus.push_back(std::move(gpu));
     }
   }
+  hand_out_unplaced_gpus();
   assign_nics();
   render_env();
   return std::move(plan_);

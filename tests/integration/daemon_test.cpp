@@ -334,6 +334,28 @@ TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
   EXPECT_FALSE(std::filesystem::exists(socket_));
 }
 
+// The plugin's path for MIG instances and a PVC task's Level Zero hierarchy: both reach the
+// daemon and come back in the plan.
+TEST_F(DaemonTest, MigTokensAndZeHierarchyTravelTheCompactProtocol) {
+  start();
+  spank::StepRequest step;
+  step.ntasks = 2;
+  step.gpus_given = true;
+  step.unplaced_gpus = {"MIG-aaaa", "MIG-bbbb"};
+  auto answer = compact::exchange(socket_, spank::encode(step), 1000);
+  ASSERT_TRUE(answer) << answer.error().message;
+  auto plan = spank::decode_plan(*answer);
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->tasks.size(), 2u);
+  EXPECT_EQ(plan->tasks[1].tokens, "MIG-bbbb");
+  ASSERT_FALSE(plan->warnings.empty());
+  EXPECT_NE(plan->warnings.back().find("MIG instances"), std::string::npos);
+  // ze_hierarchy is refused by name when it is neither flat nor composite.
+  auto refused = compact::exchange(socket_, "ntasks=1\nze_hierarchy=tiles\n", 1000);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("ze_hierarchy"), std::string::npos);
+}
+
 TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
   start();
   spank::StepRequest step;

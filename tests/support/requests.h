@@ -24,6 +24,7 @@ inline PlanRequest request_with_every_field() {
   r.nic_env = false;
   r.omp_places = true;
   r.ze_hierarchy = ZeHierarchy::kComposite;
+  r.unplaced_gpus = {"MIG-a", "MIG-b"};  // travels; the planner would refuse it beside `gpus`
   return r;
 }
 
@@ -54,6 +55,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   EXPECT_EQ(back.nic_env, sent.nic_env);
   EXPECT_EQ(back.omp_places.value_or(false), sent.omp_places.value_or(false));
   EXPECT_EQ(back.ze_hierarchy, sent.ze_hierarchy);
+  EXPECT_EQ(back.unplaced_gpus, sent.unplaced_gpus);
 }
 
 }  // namespace gpubind::testing

@@ -535,6 +535,37 @@ TEST(PlannerDgx, OneTaskWithAllGpusGetsEveryGpusNicAndThreadsPerGpu) {
             std::to_string(single.tasks[3].cpus.count()));
 }
 
+// MIG instances: handed out as they are, never read as GPU numbers; the plan says their GPUs'
+// places are unknown.
+TEST(PlannerDgx, MigInstancesAreHandedOutAsTokens) {
+  const Topology& t = fixture("dgx-h100");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{};
+  request.unplaced_gpus = {"MIG-aaaa", "MIG-bbbb"};
+  const Plan plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), "MIG-aaaa");
+  EXPECT_EQ(env_of(plan.tasks[1], "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
+  EXPECT_EQ(plan.tasks[1].gpus[0].gpu, -1);
+  EXPECT_EQ(env_of(plan.tasks[1], "GPUBIND_GPU_PCI"), "<unset>");
+  request.ntasks = 1;
+  EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), request).tasks[0], "GPUBIND_GPU_PCI"), "<unset>");
+  request.ntasks = 2;
+  EXPECT_TRUE(testing::no_core_shared(t, plan));
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("MIG instances"), std::string::npos);
+  // One task: both; four tasks: shared in order.
+  request.ntasks = 1;
+  EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), request).tasks[0], "CUDA_VISIBLE_DEVICES"),
+            "MIG-aaaa,MIG-bbbb");
+  request.ntasks = 4;
+  const Plan four = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(env_of(four.tasks[1], "CUDA_VISIBLE_DEVICES"), "MIG-aaaa");
+  EXPECT_EQ(env_of(four.tasks[2], "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
+  // Node GPUs and unplaced tokens together are refused.
+  request.gpus = std::vector<StepGpu>{{0, "0"}};
+  EXPECT_FALSE(make_plan(t, SitePolicy(), request));
+}
+
 // A node-wide NIC list for sites that must name their compute HCAs: the same exact list in
 // every task, whatever its GPUs.
 TEST(PlannerDgx, NodeNicListIsTheSameInEveryTask) {

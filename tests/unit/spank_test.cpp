@@ -284,6 +284,22 @@ TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "6") << "nothing applied before it: the node's numbering";
 }
 
+// MIG instances: Slurm's indices count MIG instances, not GPUs, and its tokens are MIG UUIDs.
+// Two instances of one GPU stay two tokens; none is read as a GPU number.
+TEST(StepEnv, MigTokensAreKeptAsTheyAre) {
+  const auto env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "SLURM_STEP_GPUS") return "0,1";
+    if (name == "CUDA_VISIBLE_DEVICES")
+      return "MIG-4f1c7d2e-0b9a-5e6f-8a1b-2c3d4e5f6a7b,MIG-9e8d7c6b-5a4f-3e2d-1c0b-a9f8e7d6c5b4";
+    return std::nullopt;
+  };
+  const StepGpus gpus = step_gpus_from_env(env);
+  EXPECT_TRUE(gpus.gpus.empty());
+  ASSERT_EQ(gpus.unplaced.size(), 2u);
+  EXPECT_EQ(gpus.unplaced[1], "MIG-9e8d7c6b-5a4f-3e2d-1c0b-a9f8e7d6c5b4");
+  EXPECT_TRUE(gpus.warning.empty());
+}
+
 // The task's Level Zero hierarchy decides how PVC tiles are named; FLAT is Level Zero's default.
 TEST(StepEnv, ZeHierarchyFromTheTasksEnvironment) {
   auto with = [](std::optional<std::string> value) {

@@ -29,14 +29,17 @@ struct PlanRequest {
   // socket by socket in the same order); nullopt = no restriction. Combined with allowed_cpus.
   std::optional<CpuSet> allowed_cores;
   std::optional<std::vector<StepGpu>> gpus;  // nullopt = every GPU of the node, tokens "0".."G-1"
-  int cpus_per_task = 0;                     // logical CPUs per task; 0 = an even share
-  int gpus_per_task = 0;                     // 0 = derived from tasks and GPUs
-  int tasks_per_gpu = 0;                     // 0 = derived
-  std::optional<Order> order;                // nullopt = the policy's order
-  std::optional<int> smt;                    // nullopt = the policy's smt
-  bool gpu_env = true;                       // render the GPU visibility group
-  bool nic_env = true;                       // render the NIC group
-  std::optional<bool> omp_places;            // nullopt = the policy's omp_places
+  // GPUs the step names by tokens alone, with no node GPU known for them (NVIDIA MIG instances:
+  // "MIG-<uuid>"): handed to tasks as they are, cores placed without them. Only with no `gpus`.
+  std::vector<std::string> unplaced_gpus;
+  int cpus_per_task = 0;           // logical CPUs per task; 0 = an even share
+  int gpus_per_task = 0;           // 0 = derived from tasks and GPUs
+  int tasks_per_gpu = 0;           // 0 = derived
+  std::optional<Order> order;      // nullopt = the policy's order
+  std::optional<int> smt;          // nullopt = the policy's smt
+  bool gpu_env = true;             // render the GPU visibility group
+  bool nic_env = true;             // render the NIC group
+  std::optional<bool> omp_places;  // nullopt = the policy's omp_places
   // How the task's Level Zero counts devices (its ZE_FLAT_DEVICE_HIERARCHY): FLAT (the default)
   // makes each PVC tile a device, COMPOSITE keeps cards with "card.tile" sub-devices.
   ZeHierarchy ze_hierarchy = ZeHierarchy::kFlat;
@@ -50,8 +53,8 @@ struct EnvVar {
 
 // Plans are self-contained: they name PCI ids and NICs, so they can be shown without a topology.
 struct TaskGpu {
-  int step_index = 0;  // position in the step's GPU list
-  int gpu = 0;         // index into Topology::gpus
+  int step_index = 0;  // position in the step's GPU list (or its unplaced tokens)
+  int gpu = 0;         // index into Topology::gpus, -1 for an unplaced token (MIG)
   int tile = -1;       // sub-device, or -1 for the whole GPU
   // What goes into the visibility env: "3"; a tile "3.1" (composite) or "7" (flat); a whole
   // tiled card under FLAT lists its tiles, "6,7".
