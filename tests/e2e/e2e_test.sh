@@ -85,6 +85,15 @@ actual=$(grep '^{' <<<"$out" | sed -nE 's/.*"rank":"([0-9]+)".*"cpus":"([^"]*)".
 [[ "$out" == *"GPU 0 (0000:40:00.0), NIC hsn0 [daemon]"* ]] && ok "verbose shows GPU, bus id, NIC, source" ||
   bad "verbose format" "$out"
 
+# One task with two GPUs (a worker per GPU): the NICs of both, threads per worker.
+run srun -N1 -n1 --gpus=2 --gpu-bind-auto=verbose "$check" --json
+json=$(grep '^{' <<<"$out")
+ncpu_task=$(sed -nE 's/.*"GPUBIND_CPUS":"([^"]*)".*/\1/p' <<<"$json" | tr ',' '\n' |
+  awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}')
+[[ "$out" == *", NIC hsn0,hsn1 [daemon]"* && "$json" == *'"GPUBIND_NIC":"hsn0,hsn1"'* &&
+  "$json" == *"\"OMP_NUM_THREADS\":\"$(((ncpu_task / 2) > 0 ? ncpu_task / 2 : 1))\""* ]] &&
+  ok "a task with 2 GPUs gets both GPUs' NICs and a thread share per GPU" || bad "2-GPU task" "$out"
+
 # Exactly one daemon request per step and node, whatever the task count.
 requests() { "$build/bin/gpubindctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
 before=$(requests)
