@@ -12,6 +12,12 @@
 #                            was found; the plugin compares it with the running Slurm's
 set(SLURM_ROOT "" CACHE PATH "Prefix of the Slurm the SPANK plugin is built against (default: the system's)")
 
+# A new SLURM_ROOT in an existing build folder: find again, not the cached old Slurm.
+if(NOT "${SLURM_ROOT}" STREQUAL "${GPUBIND_SLURM_ROOT_FOUND}")
+  unset(SLURM_INCLUDE_DIR CACHE)
+  unset(SLURM_LIBRARY CACHE)
+endif()
+set(GPUBIND_SLURM_ROOT_FOUND "${SLURM_ROOT}" CACHE INTERNAL "SLURM_ROOT the Slurm paths were found for")
 if(SLURM_ROOT)
   find_path(SLURM_INCLUDE_DIR slurm/spank.h PATHS ${SLURM_ROOT}/include NO_DEFAULT_PATH)
   find_library(SLURM_LIBRARY slurm PATHS ${SLURM_ROOT}/lib ${SLURM_ROOT}/lib64

@@ -2,6 +2,7 @@
 // saying which releases are involved. This constructor runs when Slurm opens the plugin, before
 // that check, and when the running Slurm is not the one the plugin was built for it says so,
 // naming both releases and what to do. It changes nothing: Slurm still refuses the plugin.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,8 +42,9 @@ long running_api() {
 std::string running_version() {
   auto print = reinterpret_cast<PrintVersionFn>(dlsym(RTLD_DEFAULT, "print_slurm_version"));
   if (!print) return {};
+  // Close-on-exec: a child forked meanwhile must not hold the pipe open.
   int fds[2];
-  if (pipe(fds) != 0) return {};
+  if (pipe2(fds, O_CLOEXEC) != 0) return {};
   std::fflush(stdout);
   const int saved = dup(STDOUT_FILENO);
   std::string text;

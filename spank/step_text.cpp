@@ -52,9 +52,9 @@ std::string encode(const StepRequest& r) {
   out << "cpus_per_task=" << r.cpus_per_task << "\ngpus_per_task=" << r.gpus_per_task
       << "\ntasks_per_gpu=" << r.tasks_per_gpu << "\norder=" << r.order << "\nsmt=" << r.smt
       << "\nno_gpu_env=" << r.no_gpu_env << "\nno_nic_env=" << r.no_nic_env << "\nomp=" << r.omp
-      << "\nze_hierarchy=" << one_line(r.ze_hierarchy) << "\nsocket=" << one_line(r.socket)
-      << "\ntimeout_ms=" << r.timeout_ms << "\nfallback=" << r.fallback
-      << "\npolicy=" << one_line(r.policy) << "\n";
+      << (r.ze_hierarchy.empty() ? "" : "\nze_hierarchy=" + one_line(r.ze_hierarchy))
+      << "\nsocket=" << one_line(r.socket) << "\ntimeout_ms=" << r.timeout_ms
+      << "\nfallback=" << r.fallback << "\npolicy=" << one_line(r.policy) << "\n";
   return out.str();
 }
 

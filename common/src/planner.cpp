@@ -713,14 +713,28 @@ std::string join_nics(const Topology& topo, const std::vector<int>& nics, Field 
   return text;
 }
 
-// oneCCL's workers, one per local rank: the last CPU of each task's own set, so a worker never
-// lands on another task's cores.
+// GPU devices a task's runtime sees: a whole tiled card under FLAT counts each tile.
+int visible_devices(const TaskPlan& task) {
+  int devices = 0;
+  for (const TaskGpu& gpu : task.gpus)
+    devices += 1 + static_cast<int>(std::count(gpu.token.begin(), gpu.token.end(), ','));
+  return devices;
+}
+
+// oneCCL's workers, one per oneCCL process on the node in local-rank order: a task runs one
+// process per GPU device it sees (one, or a worker each), each worker pinned to the last CPU of
+// that process's share of the task's own set, so a worker never lands on another task's cores.
 std::string ccl_worker_cpus(const std::vector<TaskPlan>& tasks) {
   std::string text;
   for (const TaskPlan& task : tasks) {
     const std::vector<int> cpus = task.cpus.to_vector();
     if (cpus.empty()) return "";
-    text += (text.empty() ? "" : ",") + std::to_string(cpus.back());
+    const int processes = std::max(1, visible_devices(task));
+    const int n = static_cast<int>(cpus.size());
+    for (int p = 0; p < processes; ++p) {
+      const int last = std::max(0, (p + 1) * n / processes - 1);
+      text += (text.empty() ? "" : ",") + std::to_string(cpus[last]);
+    }
   }
   return text;
 }
@@ -831,11 +845,9 @@ class TaskPlaceholders : public PlaceholderSource {
   // A task with k > 1 visible GPU devices runs one worker per device (torchrun, accelerate,
   // DeepSpeed): each gets an equal share of the task's CPUs.
   int omp_threads() const {
-    size_t devices = 0;
-    for (const TaskGpu& gpu : task_.gpus)
-      devices += 1 + std::count(gpu.token.begin(), gpu.token.end(), ',');
+    const int devices = visible_devices(task_);
     const int cpus = task_.cpus.count();
-    return devices > 1 ? std::max(1, cpus / static_cast<int>(devices)) : cpus;
+    return devices > 1 ? std::max(1, cpus / devices) : cpus;
   }
 
   const Topology& topo_;
@@ -912,6 +924,11 @@ void Planner::hand_out_unplaced_gpus() {
       const int at = i % n;
       plan_.tasks[task].gpus.push_back({at, -1, -1, tokens[at], "", Vendor::kNvidia});
     }
+  }
+  if (per_task > 0 && per_task * ntasks_ > n) {
+    warn(std::to_string(ntasks_) + " tasks x " + std::to_string(per_task) +
+         " GPUs per task need more than the step's " + std::to_string(n) +
+         " MIG instances: tasks share them");
   }
   warn("the step's GPUs are MIG instances (" + tokens.front() +
        "...): the GPU that holds each is not known here, so tasks' cores are not placed near "

@@ -23,8 +23,8 @@ std::vector<EnvTemplate> SitePolicy::default_gpu_env() {
       {"ZE_AFFINITY_MASK", "{gpus}", "intel", false},
       // Level Zero's device order is the driver's own unless told to follow PCI ids.
       {"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1", "intel", true},
-      // oneCCL's "auto" may pin a rank's worker on another task's cores.
-      {"CCL_WORKER_AFFINITY", "{ccl_worker_affinity}", "intel", true},
+      // No CCL_WORKER_AFFINITY by default: oneCCL aborts when the list is shorter than its local
+      // processes times CCL_WORKER_COUNT, which a plan cannot know ({ccl_worker_affinity}).
   };
 }
 

@@ -126,17 +126,20 @@ kill_when_held() {
 }
 
 # --- the daemon killed in the middle of a request -------------------------------------------------
-# While it answers (killed as soon as it holds the request; each answer held 800 ms, below
-# timeout_ms) or while the request waits in its accept queue (daemon stopped): the plugin sees the
-# connection drop and plans in-process.
+# While it answers (killed as soon as it holds the request; each answer held 4 s, below the 6 s
+# timeout_ms of these launches, so a killer slowed by a busy machine still comes first) or while
+# the request waits in its accept queue (daemon stopped): the plugin sees the connection drop and
+# plans in-process.
+"$cluster" plugstack "$dir" timeout_ms=6000 on_error=fallback
 held_before=$(grep -c 'holding the answer' "$dir/log/gpubindd.log")
 for ((i = 0; i < 10; i++)); do
   daemon_kill
-  daemon_up --delay-answers 800 --log-level debug || bad "daemon restart"
+  daemon_up --delay-answers 4000 --log-level debug || bad "daemon restart"
   kill_when_held
   launch "killed mid-request" fallback
   wait "$killer"
 done
+"$cluster" plugstack "$dir" timeout_ms=$timeout_ms on_error=fallback
 held=$(($(grep -c 'holding the answer' "$dir/log/gpubindd.log") - held_before))
 ((held == 10)) && ok "killed mid-request: each of the 10 requests was held by the daemon when it was killed" ||
   bad "killed mid-request: $held of 10 requests reached the daemon" "$(tail -5 "$dir/log/gpubindd.log")"

@@ -460,26 +460,41 @@ TEST(PlannerAurora, FlatHierarchyNamesTilesAsDevices) {
   EXPECT_EQ(env_of(step.tasks[1], "ZE_AFFINITY_MASK"), "2,3");
 }
 
-// oneCCL's worker per rank: one CPU of each task's own set, the same list in every task.
+// oneCCL's workers (a site's choice: oneCCL aborts on a list shorter than its processes): one
+// CPU per oneCCL process in local-rank order, from its own task's set, the same list in every task.
+std::vector<int> ccl_list(const TaskPlan& task) {
+  std::vector<int> items;
+  const std::string list = env_of(task, "CCL_WORKER_AFFINITY");
+  for (size_t at = 0, next; at <= list.size(); at = next + 1) {
+    next = list.find(',', at);
+    if (next == std::string::npos) next = list.size();
+    items.push_back(std::stoi(list.substr(at, next - at)));
+  }
+  return items;
+}
+
 TEST(PlannerAurora, CclWorkersStayOnTheirOwnTasksCores) {
   const Topology& t = fixture("aurora-pvc");
-  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
-  const std::string list = env_of(plan.tasks[0], "CCL_WORKER_AFFINITY");
-  const auto cpus = CpuSet::parse_list(list);
-  ASSERT_TRUE(cpus) << list;
-  for (int r = 0; r < 6; ++r) {
-    EXPECT_EQ(env_of(plan.tasks[r], "CCL_WORKER_AFFINITY"), list);
-    EXPECT_TRUE(find_env(plan.tasks[r], "CCL_WORKER_AFFINITY")->only_if_unset);
-    // Item r of the list is a CPU of task r.
-    std::vector<int> items;
-    for (size_t at = 0, next; at <= list.size(); at = next + 1) {
-      next = list.find(',', at);
-      if (next == std::string::npos) next = list.size();
-      items.push_back(std::stoi(list.substr(at, next - at)));
-    }
-    ASSERT_EQ(items.size(), 6u);
-    EXPECT_TRUE(plan.tasks[r].cpus.test(items[r])) << "rank " << r << ": " << list;
+  EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), tasks(12)).tasks[0], "CCL_WORKER_AFFINITY"),
+            "<unset>")
+      << "not a default";
+  SitePolicy policy;
+  policy.gpu_env.push_back({"CCL_WORKER_AFFINITY", "{ccl_worker_affinity}", "intel", true});
+  // A task per tile: one worker CPU per task, inside that task's set.
+  const Plan per_tile = plan_or_fail(t, policy, tasks(12));
+  const std::vector<int> items = ccl_list(per_tile.tasks[0]);
+  ASSERT_EQ(items.size(), 12u);
+  for (int r = 0; r < 12; ++r) {
+    EXPECT_EQ(ccl_list(per_tile.tasks[r]), items);
+    EXPECT_TRUE(per_tile.tasks[r].cpus.test(items[r])) << "rank " << r;
   }
+  // One task starting a worker per device (12 tiles under FLAT): twelve distinct CPUs of its own.
+  const Plan one = plan_or_fail(t, policy, tasks(1));
+  const std::vector<int> workers = ccl_list(one.tasks[0]);
+  ASSERT_EQ(workers.size(), 12u);
+  EXPECT_EQ(std::set<int>(workers.begin(), workers.end()).size(), 12u);
+  for (int cpu : workers)
+    EXPECT_TRUE(one.tasks[0].cpus.test(cpu)) << cpu;
 }
 
 TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {

@@ -146,6 +146,9 @@ TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
   EXPECT_FALSE(decode_request("ntasks=eight\n"));
   EXPECT_FALSE(decode_request("gpu=zero:0\n"));
   EXPECT_FALSE(decode_request("ze_hierarchy=sideways\n"));
+  // Keys only where they say something: a daemon of the release before them still reads the rest.
+  EXPECT_EQ(encode(StepRequest{}).find("ze_hierarchy"), std::string::npos);
+  EXPECT_EQ(encode(StepRequest{}).find("unplaced_gpu"), std::string::npos);
 }
 
 // The daemon's compact path and the fallback both convert here: a negative count, GPU index or
