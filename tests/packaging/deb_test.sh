@@ -18,10 +18,23 @@ if dpkg-query -W -f='${Status}' gpubind 2>/dev/null | grep -q installed; then
 fi
 tmp=$(mktemp -d)
 activator=""
+# dpkg, waiting (up to 10 minutes) while another apt or dpkg holds its lock, as apt's
+# DPkg::Lock::Timeout does: another package operation on the machine is no failure of ours.
+dpkg_waiting() {
+  local out rc
+  for _ in $(seq 600); do
+    out=$(dpkg "$@" 2>&1)
+    rc=$?
+    [[ $rc -ne 0 && "$out" == *"lock"*"locked by another process"* ]] || break
+    sleep 1
+  done
+  printf '%s\n' "$out"
+  return $rc
+}
 cleanup() {
   [[ -n "$activator" ]] && kill "$activator" 2>/dev/null
   pkill -u gpubind -x gpubindd 2>/dev/null
-  dpkg --purge gpubind >/dev/null 2>&1
+  dpkg_waiting --purge gpubind >/dev/null 2>&1
   rm -rf "$tmp" /run/gpubind
 }
 trap cleanup EXIT
@@ -71,7 +84,7 @@ grep -qF "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< $ne
 echo "package size $(stat -c %s "$deb") bytes; $(grep -E '^ Installed-Size' <<<"$control" | sed 's/^ //') KiB"
 
 # Install as an admin would.
-dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 && ok "dpkg -i" || { bad "dpkg -i" "$(cat "$tmp/dpkg.log")"; exit 1; }
+dpkg_waiting -i "$deb" >"$tmp/dpkg.log" 2>&1 && ok "dpkg -i" || { bad "dpkg -i" "$(cat "$tmp/dpkg.log")"; exit 1; }
 id gpubind >/dev/null 2>&1 && ok "the maintainer scripts created the gpubind user" || bad "no gpubind user"
 for page in gpubindd.8 gpubindctl.1 gpubind-check.1 gpubind.conf.5 spank-gpubind.8; do
   name=${page%.*} section=${page##*.}
@@ -109,7 +122,7 @@ kill "$activator" 2>/dev/null
 pkill -u gpubind -x gpubindd
 activator=""
 
-dpkg --purge gpubind >"$tmp/purge.log" 2>&1 && ok "dpkg --purge" || bad "dpkg --purge" "$(cat "$tmp/purge.log")"
+dpkg_waiting --purge gpubind >"$tmp/purge.log" 2>&1 && ok "dpkg --purge" || bad "dpkg --purge" "$(cat "$tmp/purge.log")"
 left=$(for f in /usr/sbin/gpubindd /etc/gpubind/policy.conf "/usr/$plugin_dir/spank_gpubind.so"; do [[ -e $f ]] && echo "$f"; done)
 [[ -z "$left" ]] && ok "nothing left after purge" || bad "left after purge" "$left"
 
