@@ -33,8 +33,9 @@ std::optional<int> to_index(const std::string& text) {
 
 StepGpus step_gpus_from_env(const EnvLookup& env) {
   StepGpus out;
-  std::optional<std::string> indices = env("SLURM_STEP_GPUS");
-  if (!indices) indices = env("SLURM_JOB_GPUS");
+  // The step's own list only: a step without GPUs in a job with GPUs (--gres=none, --gpus=0) has
+  // the job's SLURM_JOB_GPUS but no SLURM_STEP_GPUS, and must get no GPU.
+  const std::optional<std::string> indices = env("SLURM_STEP_GPUS");
   std::optional<std::string> tokens;
   std::string token_var;
   for (const char* var :

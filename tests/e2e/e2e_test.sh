@@ -112,6 +112,13 @@ run sbatch --wait -N1 -n2 --gpus=2 --gpu-bind-auto=verbose -o "$dir/batch.out" \
 out=$(cat "$dir/batch.out" 2>/dev/null)
 [[ $rc -eq 0 ]] && check_tasks "#SBATCH --gpu-bind-auto reaches the steps" 2 || bad "sbatch rc $rc" "$out"
 [[ "$out" == *"gpubind: "*"[daemon]"* ]] && ok "#SBATCH flags (verbose) reach the steps" || bad "sbatch verbose" "$out"
+# A step without GPUs in a job with GPUs gets no GPU (the job's SLURM_JOB_GPUS are not its own).
+run sbatch --wait -N1 -n2 --gpus=2 -o "$dir/batch3.out" \
+  --wrap "srun -n1 --gres=none --gpu-bind-auto $check --json"
+out=$(cat "$dir/batch3.out" 2>/dev/null)
+[[ $rc -eq 0 && "$out" == *'"GPUBIND_BOUND":"1"'* && "$out" != *VISIBLE_DEVICES* &&
+  "$out" != *GPUBIND_GPUS* ]] && ok "srun --gres=none in a GPU job: bound, no GPU" ||
+  bad "--gres=none step" "$out"
 run sbatch --wait -N1 -n1 --gpu-bind-auto -o "$dir/batch2.out" --wrap "$check --json"
 out=$(cat "$dir/batch2.out" 2>/dev/null)
 [[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* ]] && ok "the batch script itself is left alone" || bad "batch step" "$out"
