@@ -21,9 +21,10 @@ struct StepGpus {
   std::string warning;  // set when the env could not be read fully
 };
 
-// The step's GPUs: node indices from SLURM_STEP_GPUS (never the job's SLURM_JOB_GPUS), tokens from the
-// visibility variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK or
-// GPU_DEVICE_ORDINAL), position by position. No GPU information means a step without GPUs.
+// The step's GPUs: node indices from SLURM_STEP_GPUS (never the job's SLURM_JOB_GPUS), tokens
+// from the visibility variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
+// ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL), position by position. No GPU information means a step
+// without GPUs.
 // MIG tokens are never read as GPU numbers: they come back in `unplaced`.
 StepGpus step_gpus_from_env(const EnvLookup& env);
 
