@@ -663,12 +663,16 @@ int majority(std::vector<int> values) {
 // Cray MPICH numbers the NICs it finds (libfabric's CXI devices, in device order) from 0: a
 // node whose cxi1 is missing has NICs 0 and 1 for cxi0 and cxi2. So a NIC's number is its place
 // among the node's NICs of its kind ordered by their own ordinals, not the digit in its name.
+// NICs in the order their stacks count them: by ordinal (cxiN, mlx5_N), then index.
+std::pair<int, int> nic_order(const Nic& nic) {
+  return {nic_ordinal(nic), nic.index};
+}
+
 int mpich_nic_number(const Topology& topo, int nic) {
   const Nic& mine = topo.nics[nic];
-  const std::pair<int, int> key{nic_ordinal(mine), mine.index};
   int before = 0;
   for (const Nic& other : topo.nics) {
-    if (other.kind == mine.kind && std::pair{nic_ordinal(other), other.index} < key) ++before;
+    if (other.kind == mine.kind && nic_order(other) < nic_order(mine)) ++before;
   }
   return before;
 }
@@ -739,18 +743,30 @@ std::string ccl_worker_cpus(const std::vector<TaskPlan>& tasks) {
   return text;
 }
 
-NodeValues node_values(const Topology& topo, const std::vector<TaskPlan>& tasks) {
+// Whether any template of the policy uses the placeholder (to skip work no task needs).
+bool policy_uses(const SitePolicy& policy, std::string_view placeholder) {
+  for (const auto* group : {&policy.gpu_env, &policy.nic_env, &policy.omp_env}) {
+    for (const EnvTemplate& t : *group) {
+      if (t.value.find(placeholder) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+NodeValues node_values(const Topology& topo, const SitePolicy& policy,
+                       const std::vector<TaskPlan>& tasks) {
   NodeValues values;
   values.nic_mapping = nic_mapping(topo, tasks);
   std::vector<int> all(topo.nics.size());
   std::iota(all.begin(), all.end(), 0);
-  std::sort(all.begin(), all.end(), [&](int a, int b) {
-    return std::pair{nic_ordinal(topo.nics[a]), a} < std::pair{nic_ordinal(topo.nics[b]), b};
-  });
+  std::sort(all.begin(), all.end(),
+            [&](int a, int b) { return nic_order(topo.nics[a]) < nic_order(topo.nics[b]); });
   values.node_nics = join_nics(topo, all, [](const Nic& n) { return n.name; });
   values.node_nics_netdev = join_nics(topo, all, [](const Nic& n) { return n.netdev; });
   values.node_nics_rdma = join_nics(topo, all, [](const Nic& n) { return n.rdma; });
-  values.ccl_worker_affinity = ccl_worker_cpus(tasks);
+  // Walks every task's CPUs: only for policies that ask for it.
+  if (policy_uses(policy, "{ccl_worker_affinity}"))
+    values.ccl_worker_affinity = ccl_worker_cpus(tasks);
   return values;
 }
 
@@ -869,7 +885,7 @@ void append_group(const std::vector<EnvTemplate>& group, std::string_view select
 }
 
 void Planner::render_env() {
-  const NodeValues node = node_values(topo_, plan_.tasks);
+  const NodeValues node = node_values(topo_, policy_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
   for (TaskPlan& task : plan_.tasks) {
     TaskPlaceholders v(topo_, task, ntasks_, node);
@@ -1008,10 +1024,6 @@ Result<Plan> Planner::run() {
 }
 
 }  // namespace
-
-const char* ze_hierarchy_name(ZeHierarchy hierarchy) {
-  return hierarchy == ZeHierarchy::kComposite ? "composite" : "flat";
-}
 
 CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
   CpuSet reserved = policy.reserved_cpus;

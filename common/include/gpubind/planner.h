@@ -20,7 +20,6 @@ struct StepGpu {
 };
 
 enum class ZeHierarchy { kFlat, kComposite };
-const char* ze_hierarchy_name(ZeHierarchy hierarchy);  // "flat", "composite"
 
 struct PlanRequest {
   int ntasks = 1;
