@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "gpubind/node.h"
 #include "gpubind/plan_format.h"
 #include "gpubind/plan_svg.h"
+#include "gpubind/plan_timing.h"
 #include "gpubind/planner.h"
 
 namespace gpubind::cli {
@@ -32,7 +34,7 @@ Commands:
       GPUs, NICs and their CPU locality as gpubind sees them.
   plan [--topology FILE.xml|live] [--policy FILE] --ntasks N [--cpus LIST] [--gpus LIST]
        [--cpus-per-task N] [--gpus-per-task N] [--tasks-per-gpu N] [--order gpu|cpu]
-       [--smt N] [--omp] [--ze-hierarchy flat|composite] [--json] [--svg FILE]
+       [--smt N] [--omp] [--ze-hierarchy flat|composite] [--json] [--svg FILE] [--time]
       The per-task binding plan for a job step on that node; --svg FILE also draws it.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
@@ -56,6 +58,8 @@ Options:
                     flat (the default: one device per tile) or composite (card.tile)
   --json            machine-readable output
   --svg FILE        plan: also write an SVG picture of the node and the plan to FILE
+  --time            plan, offline only: plan the request repeatedly and report the planner's
+                    median time (topology loading excluded)
   --help            this text
 )";
 
@@ -168,6 +172,7 @@ struct PlannedNode {
   Topology topology;
   CpuSet reserved;
   Plan plan;
+  std::optional<PlanTiming> timing;  // --time (offline only)
 };
 
 Result<PlannedNode> plan_offline(const Args& args, const PlanRequest& request) {
@@ -176,7 +181,9 @@ Result<PlannedNode> plan_offline(const Args& args, const PlanRequest& request) {
   auto planned = make_plan(node->topology, node->policy, request);
   if (!planned) return Error{"cannot plan: " + planned.error().message, true};
   const CpuSet reserved = reserved_cpus(node->topology, node->policy);
-  return PlannedNode{std::move(node->topology), reserved, std::move(*planned)};
+  std::optional<PlanTiming> timing;
+  if (args.has("time")) timing = time_make_plan(node->topology, node->policy, request);
+  return PlannedNode{std::move(node->topology), reserved, std::move(*planned), timing};
 }
 
 // The topology is fetched only for --svg, and again if a reload came between the two calls.
@@ -187,7 +194,7 @@ Result<PlannedNode> plan_from_daemon(const Args& args, const PlanRequest& reques
   for (int attempt = 0;; ++attempt) {
     auto reply = client.plan(request, {}, access->timeout);
     if (!reply) return reply.error();
-    PlannedNode planned{{}, {}, std::move(reply->plan)};
+    PlannedNode planned{{}, {}, std::move(reply->plan), std::nullopt};
     if (!args.has("svg")) return planned;
     auto node = client.topology(access->timeout);
     if (!node) return node.error();
@@ -221,12 +228,33 @@ Status write_file_atomically(const std::string& path, const std::string& content
   return Ok{};
 }
 
+// The plan's JSON object with "planner_us" added as its last key.
+std::string json_with_timing(const Plan& plan, const PlanTiming& timing) {
+  std::string json = plan_to_json(plan);
+  const size_t close = json.rfind('}');
+  char key[64];
+  std::snprintf(key, sizeof key, ",\"planner_us\":%.1f", timing.median_us);
+  return json.insert(close, key);
+}
+
+std::string plan_output(const Args& args, const PlannedNode& planned) {
+  const bool json = args.has("json");
+  if (!planned.timing) return json ? plan_to_json(planned.plan) : plan_to_table(planned.plan);
+  if (json) return json_with_timing(planned.plan, *planned.timing);
+  char line[96];
+  std::snprintf(line, sizeof line, "planner: %.1f us median of %d runs\n",
+                planned.timing->median_us, planned.timing->runs);
+  return plan_to_table(planned.plan) + line;
+}
+
 int run_plan(const Args& args) {
   auto request = request_from(args);
   if (!request) return fail(request.error().message);
   if (args.has("svg") && args.get("svg")->empty()) return fail("--svg: empty path");
   if (!offline(args) && args.has("policy"))
     return fail("--policy applies offline only (with --topology)");
+  if (!offline(args) && args.has("time"))
+    return fail("--time applies offline only (with --topology)");
   auto planned = offline(args) ? plan_offline(args, *request) : plan_from_daemon(args, *request);
   if (!planned) {
     const bool bad_input = offline(args) || planned.error().invalid_input;
@@ -238,8 +266,7 @@ int run_plan(const Args& args) {
     if (auto written = write_file_atomically(*svg, drawing); !written)
       return fail(written.error().message, kExitFailed);
   }
-  const Plan& plan = planned->plan;
-  std::cout << (args.has("json") ? plan_to_json(plan) : plan_to_table(plan));
+  std::cout << plan_output(args, *planned);
   return kExitOk;
 }
 
@@ -443,7 +470,7 @@ int run(std::vector<std::string> argv) {
   } else if (command == "plan") {
     values.insert({"topology", "policy", "svg"});
     values.insert(kPlanValues.begin(), kPlanValues.end());
-    switches.insert("omp");
+    switches.insert({"omp", "time"});
     handler = run_plan;
   } else if (command == "status") {
     handler = run_status;

@@ -45,6 +45,10 @@ check "plan warning" 0 '^warning: .*share cores' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 60
 check "plan --flag=value" 0 '"cpus":"49-52"' \
   -- "$ctl" plan "${lumi[@]}" --ntasks=8 --cpus-per-task=4 --json
+check "plan --time" 0 '^planner: [0-9]+\.[0-9] us median of [0-9]+ runs$' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --time
+check "plan --json --time" 0 '^\{"tasks":\[.*\],"warnings":\[\],"planner_us":[0-9]+\.[0-9]\}$' \
+  -- "$ctl" plan "${lumi[@]}" --ntasks 8 --json --time
 check "topology text" 0 '^0 +0000:c1:00.0 +amd +rsmi0 +1/1 +0 +L3 6 +48-55,112-119$' \
   -- "$ctl" topology --topology "$fixtures/lumi-g.xml"
 check "topology json" 0 '"gpus":\[\{"index":0,"pci":"0000:c1:00.0","vendor":"amd"' \
@@ -68,6 +72,7 @@ check "missing topology" 2 "topology file '/nonexistent.xml': No such file or di
   -- "$ctl" plan --topology /nonexistent.xml --ntasks 1
 check "no daemon" 1 "gpubindd at $tmp/none.sock: daemon unavailable" -- "$ctl" --socket "$tmp/none.sock" topology
 check "no daemon plan" 1 "gpubindd at $tmp/none.sock: daemon unavailable" -- "$ctl" plan --socket "$tmp/none.sock" --ntasks 1
+check "time needs topology" 2 "--time applies offline only" -- "$ctl" plan --ntasks 1 --time
 check "policy needs topology" 2 "--policy applies offline only" -- "$ctl" plan --policy x --ntasks 1
 check "bad timeout" 2 "--timeout: expected a whole number" -- "$ctl" status --timeout 0
 printf 'smt: 1\nreserved_cpus: "0-"\n' >"$tmp/bad.conf"

@@ -1,0 +1,185 @@
+// gpubind-quality: how good gpubind's plans are on real GPU-node dumps, scored by checks written
+// apart from the planner.
+//
+// Each dump is loaded with gpubind's loader (default NIC patterns) and, on its own, with hwloc
+// (the reference: cores, L3s, NUMA nodes, packages, PCI devices). It is planned, whole node and
+// every GPU, default policy, for ntasks in {1, G/2, G, 2G, 3G, one per usable core} (no GPU:
+// {1, cores/2, one per usable core}) x order {gpu, cpu} x reserve_first_core_per_l3 {no, yes}.
+//
+// Terms. A task's cores: the reference cores holding its CPUs; its share: their number. Usable
+// cores: cores with a PU not reserved (reserve: every PU of the first core of each L3).
+// Oversubscribed: ntasks > usable cores. A device's locality: the smallest (fewest PUs) L3, NUMA
+// node or package whose cpuset holds the cpuset of its PCI device's non-I/O ancestor, else the
+// machine (a GPU without PCI id: gpubind's locality). A task's home: the union of its GPUs'
+// localities under order=gpu, else the machine. GPU g is near a task when g's locality holds
+// more than half of the task's CPUs. NIC distance from a GPU: the PCI bridges crossed when the
+// two share a bridge below the host bridge, else 1000 + PUs of the smallest of {the GPU's
+// locality if it holds the NIC's anchor, a NUMA node, a package} holding both anchors, else
+// 1000000; a GPU's nearest NICs are those at its smallest distance.
+//
+// Columns (per dump, over its cases): L3 straddles: tasks across L3s whose share is at most the
+// usable cores of the roomiest L3 (cases not oversubscribed); worst core ratio: the largest
+// max/min share among tasks with as many GPUs; tasks on GPU locality: tasks with GPUs holding
+// their share of their first GPU's locality (its usable cores over the tasks whose first GPU sits
+// there, or all their own cores if fewer; order=gpu cases not oversubscribed); cores used: usable
+// cores holding a task / usable cores, min and mean; NIC not nearest: tasks whose NIC is not among
+// their first GPU's nearest; plan n=G / n=cores: median planner time (order=gpu, no reserve).
+//
+// Violations (exit 1):
+//   refused       the planner refused the request;
+//   task-count    a plan with another number of tasks than asked;
+//   no-cpu        a task without CPU;
+//   reserved-cpu  a task holding a reserved CPU;
+//   shared-cpu    two tasks sharing a CPU, not oversubscribed;
+//   l3-straddle   a straddle counted above, when the shares of all tasks with the same home fit,
+//                 placed largest first each into the first L3 with room, into the usable cores
+//                 of the L3s that have a PU in the home; only a task's cores inside its home
+//                 count (order=gpu: the cores no GPU is near are shared out by default);
+//   imbalance     among tasks with as many GPUs, max share - min share > 1, not oversubscribed,
+//                 unless the L3s call for it: either the smallest task lies in one L3 and an
+//                 even split of these tasks' cores (shares within one) would force a straddle
+//                 (each even share fits one L3, but not all of them, placed as above, into the
+//                 L3s the tasks occupy), or each task holds every usable core of each L3 it
+//                 touches and max - min is at most the usable cores of the roomiest L3;
+//   gpu-not-near  order=cpu, ntasks = G: a task's GPU is not near it while a GPU no task holds
+//                 is, or another task's GPU is and swapping would not make that task lose its
+//                 near GPU.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "checks.h"
+#include "gpubind/plan_timing.h"
+#include "report.h"
+
+namespace gpubind::quality {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kExitOk = 0;
+constexpr int kExitViolations = 1;
+constexpr int kExitBadInput = 2;
+
+constexpr const char* kUsage = R"(usage: gpubind-quality [--json] [--no-timing] DIR_OR_XML...
+
+Plans every hwloc XML dump given (a folder: every *.xml in it) for a set of step shapes, scores
+the plans with checks independent of the planner and prints one Markdown row per dump, a summary
+and a VIOLATION line per hard violation.
+
+  --json       the same data as JSON
+  --no-timing  leave out the planner timings
+
+Exit status: 0 no violation, 1 violations, 2 bad input.
+)";
+
+struct Options {
+  bool json = false;
+  bool timing = true;
+  std::vector<std::string> paths;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "gpubind-quality: %s\n", message.c_str());
+  return kExitBadInput;
+}
+
+Result<std::vector<std::string>> xml_files_in(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".xml") files.push_back(entry.path().string());
+  }
+  if (ec) return make_error("'" + dir.string() + "': " + ec.message());
+  if (files.empty()) return make_error("'" + dir.string() + "': no *.xml in it");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<std::vector<std::string>> dump_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      auto inside = xml_files_in(path);
+      if (!inside) return inside.error();
+      files.insert(files.end(), inside->begin(), inside->end());
+    } else if (fs::is_regular_file(path, ec)) {
+      files.push_back(path);
+    } else {
+      return make_error("'" + path + "': no such file or folder");
+    }
+  }
+  return files;
+}
+
+std::optional<PlanTiming> time_case(const Node& node, int ntasks) {
+  if (ntasks < 1) return std::nullopt;
+  const Case spec{ntasks, Order::kGpu, false};
+  return time_make_plan(node.topology, spec.policy(), spec.request());
+}
+
+DumpReport report_dump(const Node& node, bool timing) {
+  DumpReport dump;
+  dump.name = node.name;
+  dump.gpus = static_cast<int>(node.topology.gpus.size());
+  dump.nics = static_cast<int>(node.topology.nics.size());
+  dump.cores = static_cast<int>(node.ref.cores.size());
+  for (const Case& spec : cases_for(node)) {
+    const SitePolicy policy = spec.policy();
+    dump.cases.push_back(score_case(node, spec, make_plan(node.topology, policy, spec.request())));
+  }
+  if (timing) {
+    dump.time_one_per_gpu = time_case(node, dump.gpus);
+    dump.time_one_per_core = time_case(node, usable_cores(node, false).count());
+  }
+  return dump;
+}
+
+Result<Options> parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--json") {
+      options.json = true;
+    } else if (arg == "--no-timing") {
+      options.timing = false;
+    } else if (arg.rfind("--", 0) == 0) {
+      return make_error("unknown option " + arg + "\n" + kUsage);
+    } else {
+      options.paths.push_back(arg);
+    }
+  }
+  if (options.paths.empty()) return make_error(std::string("no dump given\n") + kUsage);
+  return options;
+}
+
+int run(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  auto options = parse(argc, argv);
+  if (!options) return fail(options.error().message);
+  auto files = dump_files(options->paths);
+  if (!files) return fail(files.error().message);
+  std::vector<DumpReport> dumps;
+  for (const std::string& file : *files) {
+    auto node = load_node(file);
+    if (!node) return fail(node.error().message);
+    dumps.push_back(report_dump(*node, options->timing));
+  }
+  std::cout << (options->json ? report_json(dumps) : report_markdown(dumps));
+  return violation_count(dumps) > 0 ? kExitViolations : kExitOk;
+}
+
+}  // namespace
+}  // namespace gpubind::quality
+
+int main(int argc, char** argv) {
+  return gpubind::quality::run(argc, argv);
+}

@@ -1,0 +1,141 @@
+#include "reference.h"
+
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+namespace gpubind::quality {
+namespace {
+
+using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_destroy)>;
+
+// An XML file may hold any number in an enum field: compare its bytes, never load it as the enum.
+template <class Enum>
+unsigned enum_value(const Enum& field) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) <= sizeof(unsigned));
+  unsigned value = 0;
+  std::memcpy(&value, &field, sizeof field);
+  return value;
+}
+
+CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
+  CpuSet set;
+  if (!bitmap) return set;
+  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i))
+    set.set(i);
+  return set;
+}
+
+std::vector<CpuSet> cpusets_of_type(hwloc_topology_t topo, hwloc_obj_type_t type) {
+  std::vector<CpuSet> sets;
+  const int count = hwloc_get_nbobjs_by_type(topo, type);
+  for (int i = 0; i < count; ++i) {
+    CpuSet set = to_cpuset(hwloc_get_obj_by_type(topo, type, i)->cpuset);
+    if (!set.empty()) sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+std::string bus_id(hwloc_obj_t pci) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci->attr->pcidev.domain,
+                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+  return text;
+}
+
+bool is_pci_to_pci_bridge(hwloc_obj_t obj) {
+  return obj->type == HWLOC_OBJ_BRIDGE &&
+         enum_value(obj->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_PCI;
+}
+
+std::vector<unsigned long long> bridges_above(hwloc_obj_t pci) {
+  std::vector<unsigned long long> bridges;
+  for (hwloc_obj_t up = pci->parent; up && up->type == HWLOC_OBJ_BRIDGE; up = up->parent) {
+    if (is_pci_to_pci_bridge(up)) bridges.push_back(up->gp_index);
+  }
+  return bridges;
+}
+
+Result<TopologyHandle> open_xml(const std::string& path) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) return make_error("hwloc: cannot initialise a topology");
+  TopologyHandle topo(raw, &hwloc_topology_destroy);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  if (hwloc_topology_set_xml(raw, path.c_str()) != 0 || hwloc_topology_load(raw) != 0)
+    return make_error("'" + path + "': hwloc cannot load it (" + std::strerror(errno) + ")");
+  return topo;
+}
+
+}  // namespace
+
+Result<Reference> Reference::load(const std::string& xml_path) {
+  auto topo = open_xml(xml_path);
+  if (!topo) return topo.error();
+  hwloc_topology_t t = topo->get();
+  Reference ref;
+  ref.machine = to_cpuset(hwloc_get_root_obj(t)->cpuset);
+  const bool has_cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0;
+  ref.cores = cpusets_of_type(t, has_cores ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU);
+  ref.l3s = cpusets_of_type(t, HWLOC_OBJ_L3CACHE);
+  ref.numas = cpusets_of_type(t, HWLOC_OBJ_NUMANODE);
+  ref.packages = cpusets_of_type(t, HWLOC_OBJ_PACKAGE);
+  if (ref.cores.empty()) return make_error("'" + xml_path + "': no CPUs");
+  for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(t, pci));) {
+    DevicePlace place;
+    place.anchor = to_cpuset(hwloc_get_non_io_ancestor_obj(t, pci)->cpuset);
+    place.locality = ref.smallest_domain(place.anchor);
+    place.bridges = bridges_above(pci);
+    ref.pci.emplace(bus_id(pci), std::move(place));
+  }
+  return ref;
+}
+
+CpuSet Reference::smallest_domain(const CpuSet& cpus) const {
+  const CpuSet* best = nullptr;
+  for (const auto* level : {&l3s, &numas, &packages}) {
+    for (const CpuSet& domain : *level) {
+      if (cpus.is_subset_of(domain) && (!best || domain.count() < best->count())) best = &domain;
+    }
+  }
+  return best ? *best : machine;
+}
+
+CpuSet Reference::first_core_per_l3() const {
+  CpuSet first;
+  for (const CpuSet& l3 : l3s) {
+    for (const CpuSet& core : cores) {
+      if (core.is_subset_of(l3)) {
+        first |= core;
+        break;
+      }
+    }
+  }
+  return first;
+}
+
+std::vector<int> Reference::core_by_pu() const {
+  std::vector<int> owner(machine.last() + 1, -1);
+  for (size_t c = 0; c < cores.size(); ++c) {
+    cores[c].for_each([&](int pu) {
+      if (pu < static_cast<int>(owner.size())) owner[pu] = static_cast<int>(c);
+    });
+  }
+  return owner;
+}
+
+std::vector<int> Reference::l3_by_core() const {
+  std::vector<int> l3_of(cores.size(), -1);
+  for (size_t c = 0; c < cores.size(); ++c) {
+    for (size_t l = 0; l < l3s.size(); ++l) {
+      if (cores[c].is_subset_of(l3s[l])) l3_of[c] = static_cast<int>(l);
+    }
+  }
+  return l3_of;
+}
+
+}  // namespace gpubind::quality
