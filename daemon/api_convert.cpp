@@ -11,7 +11,7 @@ Vendor vendor_from(const std::string& name) {
 }
 
 NicKind nic_kind_from(const std::string& name) {
-  for (NicKind k : {NicKind::kSlingshot, NicKind::kInfiniband}) {
+  for (NicKind k : {NicKind::kSlingshot, NicKind::kInfiniband, NicKind::kEfa}) {
     if (name == nic_kind_name(k)) return k;
   }
   return NicKind::kEthernet;
@@ -30,7 +30,8 @@ void locality_to_proto(const Locality& loc, v1::Locality& proto) {
   proto.set_l3(loc.l3);
   proto.set_numa(loc.numa);
   proto.set_package(loc.package);
-  proto.set_pci_switch(loc.pci_switch);
+  for (int bridge : loc.pci_path)
+    proto.add_pci_path(bridge);
 }
 
 Locality locality_from_proto(const v1::Locality& proto) {
@@ -40,7 +41,7 @@ Locality locality_from_proto(const v1::Locality& proto) {
   loc.l3 = proto.l3();
   loc.numa = proto.numa();
   loc.package = proto.package();
-  loc.pci_switch = proto.pci_switch();
+  loc.pci_path.assign(proto.pci_path().begin(), proto.pci_path().end());
   return loc;
 }
 

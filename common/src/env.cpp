@@ -1,11 +1,21 @@
 #include "gpubind/env.h"
 
+#include <array>
+
 namespace gpubind {
 namespace {
 
+// The names as views, measured once rather than at every comparison.
+constexpr auto kNameViews = [] {
+  std::array<std::string_view, kPlaceholderNames.size()> views{};
+  for (size_t i = 0; i < views.size(); ++i)
+    views[i] = kPlaceholderNames[i];
+  return views;
+}();
+
 int placeholder_index(std::string_view name) {
-  for (size_t i = 0; i < kPlaceholderNames.size(); ++i) {
-    if (name == kPlaceholderNames[i]) return static_cast<int>(i);
+  for (size_t i = 0; i < kNameViews.size(); ++i) {
+    if (name == kNameViews[i]) return static_cast<int>(i);
   }
   return -1;
 }
@@ -35,26 +45,41 @@ Status validate_template(std::string_view value) {
   return Ok{};
 }
 
-std::optional<std::string> render_template(std::string_view value, PlaceholderSource& source) {
-  std::string out;
+CompiledTemplate::CompiledTemplate(std::string_view value) {
   size_t pos = 0;
-  while (pos < value.size()) {
+  while (pos <= value.size()) {
     const size_t open = value.find('{', pos);
     if (open == std::string_view::npos) {
-      out.append(value.substr(pos));
-      break;
+      parts_.push_back({value.substr(pos), -1, false});
+      return;
     }
-    out.append(value.substr(pos, open - pos));
     const size_t close = value.find('}', open);
-    if (close == std::string_view::npos) return std::nullopt;
+    if (close == std::string_view::npos) {
+      malformed_ = true;
+      return;
+    }
     const int index = placeholder_index(value.substr(open + 1, close - open - 1));
-    if (index < 0) return std::nullopt;
-    const std::string& filled = source.get(static_cast<Placeholder>(index));
-    if (filled.empty()) return std::nullopt;
-    out.append(filled);
+    parts_.push_back({value.substr(pos, open - pos), index, index < 0});
     pos = close + 1;
   }
+}
+
+std::optional<std::string> CompiledTemplate::render(PlaceholderSource& source) const {
+  if (malformed_) return std::nullopt;
+  std::string out;
+  for (const Part& part : parts_) {
+    out.append(part.literal);
+    if (part.unknown) return std::nullopt;
+    if (part.placeholder < 0) continue;
+    const std::string& filled = source.get(static_cast<Placeholder>(part.placeholder));
+    if (filled.empty()) return std::nullopt;
+    out.append(filled);
+  }
   return out;
+}
+
+std::optional<std::string> render_template(std::string_view value, PlaceholderSource& source) {
+  return CompiledTemplate(value).render(source);
 }
 
 std::optional<std::string> render_template(std::string_view value,

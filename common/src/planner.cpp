@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -29,38 +30,86 @@ struct UsableCore {
 // Indices into the usable-core list.
 using Region = std::vector<int>;
 
-// Where a task or device sits, for distance tiers.
+// Where a task or device sits, for distances.
 struct Place {
-  int pci_switch = -1, l3 = -1, numa = -1, package = -1;
+  const std::vector<int>* pci_path = nullptr;  // devices only
+  int l3 = -1, numa = -1, package = -1;
 };
 
 Place place_of(const Locality& locality) {
-  return {locality.pci_switch, locality.l3, locality.numa, locality.package};
+  return {&locality.pci_path, locality.l3, locality.numa, locality.package};
 }
 
 Place place_of(const UsableCore& core) {
-  return {-1, core.l3, core.numa, core.package};
+  return {nullptr, core.l3, core.numa, core.package};
 }
 
-// 0 = same PCI switch, 1 = same L3, 2 = same NUMA, 3 = same package, 4 = elsewhere.
-int distance(const Place& a, const Place& b) {
-  if (a.pci_switch >= 0 && a.pci_switch == b.pci_switch) return 0;
-  if (a.l3 >= 0 && a.l3 == b.l3) return 1;
-  if (a.numa >= 0 && a.numa == b.numa) return 2;
-  if (a.package >= 0 && a.package == b.package) return 3;
-  return 4;
+// Bridges two PCI devices share from the root port down; 0 when they meet only at the host.
+int shared_pci_bridges(const Place& a, const Place& b) {
+  if (!a.pci_path || !b.pci_path) return 0;
+  const auto& x = *a.pci_path;
+  const auto& y = *b.pci_path;
+  const auto [end_x, end_y] = std::mismatch(x.begin(), x.end(), y.begin(), y.end());
+  return static_cast<int>(end_x - x.begin());
 }
+
+// PU counts of each L3, NUMA node and package: a distance is the size of the smallest domain two
+// places share, so "near" follows the node's own nesting (NUMA inside L3 with sub-NUMA
+// clustering, L3 inside NUMA on AMD).
+struct DomainSizes {
+  std::vector<int> l3, numa, package;
+
+  explicit DomainSizes(const Topology& topo) {
+    auto grow = [](std::vector<int>& sizes, int index, int pus) {
+      if (index < 0) return;
+      if (index >= static_cast<int>(sizes.size())) sizes.resize(index + 1, 0);
+      sizes[index] += pus;
+    };
+    for (const Core& core : topo.cores) {
+      const int pus = static_cast<int>(core.pus.size());
+      grow(l3, core.l3, pus);
+      grow(numa, core.numa, pus);
+      grow(package, core.package, pus);
+    }
+  }
+
+  static int size(const std::vector<int>& sizes, int a, int b) {
+    return a >= 0 && a == b && a < static_cast<int>(sizes.size()) ? sizes[a] : kFar;
+  }
+
+  // Devices behind one PCI port or switch: the hops between them (under 64). Otherwise 64 plus
+  // the PUs of the smallest domain both lie in; kFar when none.
+  int distance(const Place& a, const Place& b) const {
+    if (const int shared = shared_pci_bridges(a, b); shared > 0) {
+      return static_cast<int>(a.pci_path->size() + b.pci_path->size()) - 2 * shared;
+    }
+    const int smallest = std::min(
+        {size(l3, a.l3, b.l3), size(numa, a.numa, b.numa), size(package, a.package, b.package)});
+    return smallest == kFar ? kFar : 64 + smallest;
+  }
+
+  static constexpr int kFar = 1 << 30;
+};
+
+// Cores [begin, end) of a region.
+struct Range {
+  int begin, end;
+};
 
 class Planner {
  public:
   Planner(const Topology& topology, const SitePolicy& policy, const PlanRequest& request)
-      : topo_(topology), policy_(policy), request_(request) {}
+      : topo_(topology), policy_(policy), request_(request), sizes_(topology) {}
 
   Result<Plan> run();
 
  private:
+  // Domains of one kind within one parent domain; beyond this, cores are split evenly.
+  static constexpr int kMaxDomainsPerLevel = 256;
+
   Status check_request();
   Status find_usable_cores();
+  void split_cores_into_threads();
   Status resolve_step_gpus();
   void assign_gpus_by_rank();
   void assign_gpus_by_cores();
@@ -74,26 +123,34 @@ class Planner {
   std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
   void give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
                             const std::vector<int>& tasks_per_chunk);
-  struct Range {
-    int begin, end;
-  };
-  // Domains of one kind within one parent domain; beyond this, cores are split evenly.
-  static constexpr int kMaxDomainsPerLevel = 256;
+  std::vector<Range> split(const Region& cores, const std::vector<int>& weights) const;
   void distribute(const Region& cores, int begin, int end, int tasks, int level,
                   std::vector<Range>& out) const;
+  void deal(const Region& cores, int begin, int end, int tasks, int level,
+            std::vector<Range>& out) const;
+  int avoidable_straddles(const Region& cores, int begin, int end,
+                          const std::vector<Range>& ranges) const;
+  void share_spare_cores();
+  void fill_empty_tasks();
   void spill(int task, int wanted, const Place& anchor);
+  void build_groups();
   void share_core(int task, const Place& anchor);
   bool take_from_richest(int task);
   Place task_place(int task) const;
   int gpu_distance(int step_a, int step_b) const;
+  int distance(const Place& a, const Place& b) const { return sizes_.distance(a, b); }
+  const Locality& gpu_locality(int step_gpu) const {
+    return topo_.gpus[step_gpus_[step_gpu].gpu].locality;
+  }
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
 
   const Topology& topo_;
   const SitePolicy& policy_;
   const PlanRequest& request_;
+  const DomainSizes sizes_;
   Order order_ = Order::kGpu;
   int ntasks_ = 0;
-  std::vector<UsableCore> usable_;
+  std::vector<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
   std::vector<int> usable_pus_;
   std::vector<StepGpu> step_gpus_;
   std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
@@ -102,8 +159,14 @@ class Planner {
   CpuSet all_pus_;
   CpuSet reserved_;
   std::vector<int> core_owners_;  // tasks per usable core
-  std::vector<int> home_share_;   // cores a task's home domain holds for it, allocation aside
-  std::vector<int> gpu_nic_;      // NIC per step GPU
+  struct Group {
+    Region units;
+    int free = 0;
+    int next = 0;  // position of the first free unit
+  };
+  std::vector<Group> groups_;    // usable units by (package, NUMA, L3), built for spill()
+  std::vector<int> home_share_;  // cores a task's GPU domains hold for it
+  std::vector<int> gpu_nic_;     // NIC per step GPU
   Plan plan_;
 };
 
@@ -169,8 +232,30 @@ Status Planner::find_usable_cores() {
     return make_error("no usable CPUs: the step's " + step + " are all reserved (" +
                       reserved.to_list() + ")");
   }
+  split_cores_into_threads();
   core_owners_.assign(usable_.size(), 0);
   return Ok{};
+}
+
+// More tasks than cores but no more than hardware threads: tasks get threads of their own before
+// any thread is shared, so each thread becomes a unit of its own (its core's threads side by side).
+void Planner::split_cores_into_threads() {
+  const int threads = static_cast<int>(usable_pus_.size());
+  if (ntasks_ <= static_cast<int>(usable_.size()) || ntasks_ > threads) return;
+  std::vector<UsableCore> units;
+  units.reserve(threads);
+  for (const UsableCore& core : usable_) {
+    for (int i = 0; i < core.pu_count; ++i) {
+      UsableCore unit = core;
+      unit.pu_begin = core.pu_begin + i;
+      unit.pu_count = 1;
+      unit.first_pu = usable_pus_[unit.pu_begin];
+      units.push_back(unit);
+    }
+  }
+  warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
+       " usable cores: some tasks share cores, one hardware thread each");
+  usable_ = std::move(units);
 }
 
 Status Planner::resolve_step_gpus() {
@@ -183,8 +268,13 @@ Status Planner::resolve_step_gpus() {
     return Ok{};
   }
   if (!request_.gpus) {
-    for (const Gpu& gpu : topo_.gpus)
-      step_gpus_.push_back({gpu.index, std::to_string(gpu.index)});
+    // Each vendor's runtime counts its own GPUs only: an AMD GPU after an NVIDIA one is ROCm's 0.
+    for (const Gpu& gpu : topo_.gpus) {
+      const auto same_vendor_before =
+          std::count_if(topo_.gpus.begin(), topo_.gpus.begin() + gpu.index,
+                        [&](const Gpu& other) { return other.vendor == gpu.vendor; });
+      step_gpus_.push_back({gpu.index, std::to_string(same_vendor_before)});
+    }
     return Ok{};
   }
   step_gpus_ = *request_.gpus;
@@ -209,30 +299,60 @@ int Planner::gpu_distance(int step_a, int step_b) const {
   return 1 + distance(place_of(a.locality), place_of(b.locality));
 }
 
-// Groups step GPUs into chunks of the given sizes, each chunk grown from the first free GPU (in
-// step order) by adding its nearest free GPUs, so a multi-GPU task gets GPUs that sit together.
+// Groups step GPUs into chunks of the given sizes so a multi-GPU task gets GPUs that sit
+// together: first every chunk one domain can hold whole (grown from the first free GPU of such
+// a domain), then the rest from the nearest free GPUs. Chunks come out in step GPU order.
 std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes) const {
-  std::vector<bool> taken(step_gpus_.size(), false);
-  std::vector<std::vector<int>> chunks;
-  for (int size : sizes) {
-    std::vector<int> chunk;
-    for (size_t seed = 0; seed < taken.size() && chunk.empty(); ++seed) {
-      if (!taken[seed]) chunk.push_back(static_cast<int>(seed));
+  const int count = static_cast<int>(step_gpus_.size());
+  std::vector<int> domain(count);  // GPUs with equal locality share a domain id
+  for (int g = 0; g < count; ++g) {
+    domain[g] = g;
+    for (int h = 0; h < g; ++h) {
+      if (gpu_locality(h).cpus == gpu_locality(g).cpus) {
+        domain[g] = domain[h];
+        break;
+      }
     }
-    if (chunk.empty()) break;
-    taken[chunk[0]] = true;
+  }
+  std::vector<int> free_in_domain(count, 0);
+  for (int g = 0; g < count; ++g)
+    ++free_in_domain[domain[g]];
+  std::vector<bool> taken(count, false);
+  auto grow = [&](std::vector<int>& chunk, int seed, int size, bool same_domain) {
+    chunk.push_back(seed);
+    taken[seed] = true;
+    --free_in_domain[domain[seed]];
     while (static_cast<int>(chunk.size()) < size) {
       int best = -1;
-      for (size_t g = 0; g < taken.size(); ++g) {
-        if (taken[g]) continue;
-        if (best < 0 || gpu_distance(chunk[0], g) < gpu_distance(chunk[0], best)) best = g;
+      for (int g = 0; g < count; ++g) {
+        if (taken[g] || (same_domain && domain[g] != domain[seed])) continue;
+        if (best < 0 || gpu_distance(seed, g) < gpu_distance(seed, best)) best = g;
       }
-      if (best < 0) break;
+      if (best < 0) return;
       taken[best] = true;
+      --free_in_domain[domain[best]];
       chunk.push_back(best);
     }
-    chunks.push_back(std::move(chunk));
+  };
+  std::vector<std::vector<int>> chunks(sizes.size());
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    for (int seed = 0; seed < count; ++seed) {
+      if (!taken[seed] && free_in_domain[domain[seed]] >= sizes[c]) {
+        grow(chunks[c], seed, sizes[c], true);
+        break;
+      }
+    }
   }
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    if (!chunks[c].empty()) continue;
+    const auto seed = std::find(taken.begin(), taken.end(), false);
+    if (seed == taken.end()) break;
+    grow(chunks[c], static_cast<int>(seed - taken.begin()), sizes[c], false);
+  }
+  std::erase_if(chunks, [](const std::vector<int>& chunk) { return chunk.empty(); });
+  std::stable_sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
+    return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+  });
   return chunks;
 }
 
@@ -310,19 +430,27 @@ void Planner::assign_gpus_by_cores() {
   std::vector<int> load(gpus, 0);
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
+  std::vector<int> local_cores(gpus);
   for (int task = 0; task < ntasks_; ++task) {
     const Place here = task_place(task);
+    // Nearest first: the GPU whose domain holds most of the task's cores, then by distance.
+    for (int g = 0; g < gpus; ++g) {
+      const CpuSet& domain = gpu_locality(g).cpus;
+      local_cores[g] =
+          static_cast<int>(std::count_if(task_cores_[task].begin(), task_cores_[task].end(),
+                                         [&](int u) { return domain.test(usable_[u].first_pu); }));
+    }
     std::vector<int>& mine = task_gpus_[task];
     for (int n = 0; n < per_task; ++n) {
       // Within capacity first; past it only if capacities leave this task nothing new.
       for (bool capped : {true, false}) {
         int best = -1;
-        std::array<int, 3> best_key{};
+        std::array<int, 4> best_key{};
         for (int g = 0; g < gpus; ++g) {
           if (std::find(mine.begin(), mine.end(), g) != mine.end()) continue;
           if (capped && !(load[g] < base || (load[g] == base && extra > 0))) continue;
-          const std::array<int, 3> key = {
-              distance(here, place_of(topo_.gpus[step_gpus_[g].gpu].locality)), load[g], g};
+          const std::array<int, 4> key = {-local_cores[g],
+                                          distance(here, place_of(gpu_locality(g))), load[g], g};
           if (best < 0 || key < best_key) {
             best = g;
             best_key = key;
@@ -354,113 +482,170 @@ int Planner::cores_wanted_per_task() {
   return fitted;
 }
 
-// Splits cores[begin, end) among `tasks` along package > NUMA > L3 > core: fewer tasks than
-// domains get whole domains; more tasks than domains are dealt out in proportion to the domains'
-// sizes. `cores` is sorted by (package, NUMA, L3), so every domain and every region is a range.
+// Sizes in proportion to weights, largest remainder first (lower index on ties).
+std::vector<int> proportional_split(int total, const std::vector<int>& weights) {
+  const long sum = std::accumulate(weights.begin(), weights.end(), 0L);
+  std::vector<int> sizes(weights.size(), 0);
+  if (sum <= 0) return sizes;
+  std::vector<std::pair<long, int>> remainders(weights.size());
+  int given = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const long scaled = static_cast<long>(total) * weights[i];
+    sizes[i] = static_cast<int>(scaled / sum);
+    given += sizes[i];
+    remainders[i] = {-(scaled % sum), static_cast<int>(i)};
+  }
+  std::sort(remainders.begin(), remainders.end());
+  for (int i = 0; i < total - given; ++i)
+    ++sizes[remainders[i].second];
+  return sizes;
+}
+
+// Consecutive ranges of the given sizes from `begin`.
+void append_ranges(int begin, const std::vector<int>& sizes, std::vector<Range>& out) {
+  for (int size : sizes) {
+    out.push_back({begin, begin + size});
+    begin += size;
+  }
+}
+
+// Splits `cores` (in topology order) among tasks, in proportion to their weights.
+std::vector<Range> Planner::split(const Region& cores, const std::vector<int>& weights) const {
+  std::vector<Range> out;
+  out.reserve(weights.size());
+  const int n = static_cast<int>(cores.size());
+  if (std::adjacent_find(weights.begin(), weights.end(), std::not_equal_to<>()) == weights.end()) {
+    distribute(cores, 0, n, static_cast<int>(weights.size()), 0, out);
+  } else {
+    append_ranges(0, proportional_split(n, weights), out);
+  }
+  return out;
+}
+
+// Tasks in `ranges` that span two L3s of cores[begin, end) although one of them has room for the
+// whole task.
+int Planner::avoidable_straddles(const Region& cores, int begin, int end,
+                                 const std::vector<Range>& ranges) const {
+  auto l3 = [&](int i) { return usable_[cores[i]].l3; };
+  int largest = 0;  // the most cores of one L3 (a run, as cores are in topology order)
+  for (int i = begin, run = 0; i < end; ++i) {
+    run = i > begin && l3(i) == l3(i - 1) ? run + 1 : 1;
+    largest = std::max(largest, run);
+  }
+  int count = 0;
+  for (const Range& r : ranges) {
+    const int size = r.end - r.begin;
+    count += size > 1 && size <= largest && l3(r.begin) != l3(r.end - 1);
+  }
+  return count;
+}
+
+// Splits cores[begin, end) among `tasks` equal tasks: core counts differ by at most one, unless
+// that makes a task straddle an L3 that could hold it whole; then domains are dealt out (deal),
+// whichever straddles less. `cores` is sorted by (package, NUMA, L3), so every
+// domain and every region is a range.
 void Planner::distribute(const Region& cores, int begin, int end, int tasks, int level,
                          std::vector<Range>& out) const {
-  const int n = end - begin;
   if (tasks <= 0) return;
-  if (tasks > n) {
-    distribute(cores, begin, end, n, level, out);
-    out.resize(out.size() + (tasks - n), Range{end, end});
-    return;
+  const size_t first = out.size();
+  append_ranges(begin, even_split(end - begin, tasks), out);
+  if (level == 3 || tasks >= end - begin) return;
+  const std::vector<Range> balanced(out.begin() + first, out.end());
+  const int balanced_straddles = avoidable_straddles(cores, begin, end, balanced);
+  if (balanced_straddles == 0) return;
+  std::vector<Range> dealt;
+  dealt.reserve(tasks);
+  deal(cores, begin, end, tasks, level, dealt);
+  if (avoidable_straddles(cores, begin, end, dealt) < balanced_straddles) {
+    std::copy(dealt.begin(), dealt.end(), out.begin() + first);
   }
-  if (level == 3) {
-    int next = begin;
-    for (int t = 0; t < tasks; ++t) {
-      const int size = n / tasks + (t < n % tasks ? 1 : 0);
-      out.push_back({next, next + size});
-      next += size;
-    }
-    return;
-  }
+}
+
+// Splits along the domains of `level` (package > NUMA > L3): fewer tasks than domains get whole
+// domains; more tasks are dealt out in proportion to the domains' sizes and split within them.
+void Planner::deal(const Region& cores, int begin, int end, int tasks, int level,
+                   std::vector<Range>& out) const {
   auto key = [&](int i) {
     const UsableCore& c = usable_[cores[i]];
     return level == 0 ? c.package : level == 1 ? c.numa : c.l3;
   };
-  // Domain boundaries at this level.
-  int bounds[kMaxDomainsPerLevel + 1];
-  int m = 0;
-  bounds[0] = begin;
+  std::vector<int> bounds = {begin};
   for (int i = begin + 1; i <= end; ++i) {
-    if (i == end || key(i) != key(i - 1)) {
-      if (m == kMaxDomainsPerLevel) return distribute(cores, begin, end, tasks, 3, out);
-      bounds[++m] = i;
-    }
+    if (i == end || key(i) != key(i - 1)) bounds.push_back(i);
   }
+  const int m = static_cast<int>(bounds.size()) - 1;
+  if (m > kMaxDomainsPerLevel) return distribute(cores, begin, end, tasks, 3, out);
   if (m == 1) return distribute(cores, begin, end, tasks, level + 1, out);
   if (tasks <= m) {
     for (int t = 0; t < tasks; ++t)
       out.push_back({bounds[t * m / tasks], bounds[(t + 1) * m / tasks]});
     return;
   }
-  // Largest remainder: floor shares first, leftovers to the largest fractions (lower index wins).
-  int share[kMaxDomainsPerLevel];
-  std::pair<long, int> remainders[kMaxDomainsPerLevel];
-  int given = 0;
-  for (int g = 0; g < m; ++g) {
-    const long scaled = static_cast<long>(tasks) * (bounds[g + 1] - bounds[g]);
-    share[g] = static_cast<int>(scaled / n);
-    given += share[g];
-    remainders[g] = {-(scaled % n), g};
-  }
-  std::sort(remainders, remainders + m);
-  for (int i = 0; i < tasks - given; ++i)
-    ++share[remainders[i].second];
-  for (int g = 0; g < m; ++g)
-    distribute(cores, bounds[g], bounds[g + 1], share[g], level + 1, out);
+  std::vector<int> domain_sizes(m);
+  for (int d = 0; d < m; ++d)
+    domain_sizes[d] = bounds[d + 1] - bounds[d];
+  const std::vector<int> shares = proportional_split(tasks, domain_sizes);
+  for (int d = 0; d < m; ++d)
+    distribute(cores, bounds[d], bounds[d + 1], shares[d], level + 1, out);
 }
 
 Place Planner::task_place(int task) const {
   if (!task_cores_.empty() && !task_cores_[task].empty()) {
     return place_of(usable_[task_cores_[task][0]]);
   }
-  if (!task_gpus_.empty() && !task_gpus_[task].empty()) {
-    return place_of(topo_.gpus[step_gpus_[task_gpus_[task][0]].gpu].locality);
-  }
+  if (!task_gpus_.empty() && !task_gpus_[task].empty())
+    return place_of(gpu_locality(task_gpus_[task][0]));
   return {};
 }
 
-// Takes free cores nearest `anchor`, preferring an L3 that holds everything still wanted.
+// Takes free cores nearest `anchor`, preferring an L3 that holds everything still wanted, then
+// the cores next to the task's own.
 void Planner::spill(int task, int wanted, const Place& anchor) {
+  if (groups_.empty()) build_groups();
   Region& mine = task_cores_[task];
+  const int own = mine.empty() ? 0 : mine.front();
   while (static_cast<int>(mine.size()) < wanted) {
     const int missing = wanted - static_cast<int>(mine.size());
-    int best_first = -1;
-    std::array<int, 3> best_key{};
-    for (size_t u = 0; u < usable_.size(); ++u) {
-      if (core_owners_[u] != 0) continue;
-      // Consider each L3 once, through its first free core.
-      bool seen = false;
-      for (size_t v = 0; v < u && !seen; ++v) {
-        seen = core_owners_[v] == 0 && usable_[v].l3 == usable_[u].l3 &&
-               usable_[v].numa == usable_[u].numa && usable_[v].package == usable_[u].package;
-      }
-      if (seen) continue;
-      int free_here = 0;
-      for (size_t v = u; v < usable_.size(); ++v) {
-        if (core_owners_[v] == 0 && usable_[v].l3 == usable_[u].l3 &&
-            usable_[v].numa == usable_[u].numa && usable_[v].package == usable_[u].package) {
-          ++free_here;
-        }
-      }
-      const std::array<int, 3> key = {distance(anchor, place_of(usable_[u])),
-                                      free_here >= missing ? 0 : 1, static_cast<int>(u)};
-      if (best_first < 0 || key < best_key) {
-        best_first = static_cast<int>(u);
+    Group* best = nullptr;
+    std::array<int, 4> best_key{};
+    for (Group& group : groups_) {
+      if (group.free == 0) continue;
+      const int first = group.units[group.next];
+      const std::array<int, 4> key = {distance(anchor, place_of(usable_[first])),
+                                      group.free >= missing ? 0 : 1, std::abs(first - own), first};
+      if (!best || key < best_key) {
+        best = &group;
         best_key = key;
       }
     }
-    if (best_first < 0) return;  // nothing free anywhere
-    const UsableCore& group = usable_[best_first];
-    for (size_t v = best_first; v < usable_.size() && static_cast<int>(mine.size()) < wanted; ++v) {
-      if (core_owners_[v] == 0 && usable_[v].l3 == group.l3 && usable_[v].numa == group.numa &&
-          usable_[v].package == group.package) {
-        core_owners_[v] = 1;
-        mine.push_back(static_cast<int>(v));
-      }
+    if (!best) return;  // nothing free anywhere
+    // Free units of a group are taken in order, and nothing frees one, so `next` only advances.
+    for (; best->next < static_cast<int>(best->units.size()); ++best->next) {
+      const int u = best->units[best->next];
+      if (core_owners_[u] != 0) continue;
+      if (static_cast<int>(mine.size()) == wanted) break;
+      core_owners_[u] = 1;
+      --best->free;
+      mine.push_back(u);
     }
+  }
+}
+
+// Usable units that share an L3, NUMA node and package, with their free count and first free one.
+void Planner::build_groups() {
+  std::map<std::tuple<int, int, int>, int> id;
+  for (size_t u = 0; u < usable_.size(); ++u) {
+    const UsableCore& c = usable_[u];
+    const auto [it, added] = id.try_emplace({c.package, c.numa, c.l3}, groups_.size());
+    if (added) groups_.emplace_back();
+    groups_[it->second].units.push_back(static_cast<int>(u));
+  }
+  for (Group& group : groups_) {
+    for (int u : group.units)
+      group.free += core_owners_[u] == 0;
+    while (group.next < static_cast<int>(group.units.size()) &&
+           core_owners_[group.units[group.next]] != 0)
+      ++group.next;
   }
 }
 
@@ -488,15 +673,18 @@ bool Planner::take_from_richest(int task) {
   return true;
 }
 
-// More tasks than cores: the task shares the least-loaded core nearest its anchor.
+// More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
+// of those, while no core carries more than an even share of the tasks.
 void Planner::share_core(int task, const Place& anchor) {
+  const int units = static_cast<int>(usable_.size());
+  const int even_load = (ntasks_ + units - 1) / units;
   int best = -1;
-  std::array<int, 3> best_key{};
-  for (size_t u = 0; u < usable_.size(); ++u) {
-    const std::array<int, 3> key = {core_owners_[u], distance(anchor, place_of(usable_[u])),
-                                    static_cast<int>(u)};
+  std::array<int, 4> best_key{};
+  for (int u = 0; u < units; ++u) {
+    const std::array<int, 4> key = {core_owners_[u] >= even_load,
+                                    distance(anchor, place_of(usable_[u])), core_owners_[u], u};
     if (best < 0 || key < best_key) {
-      best = static_cast<int>(u);
+      best = u;
       best_key = key;
     }
   }
@@ -508,86 +696,134 @@ void Planner::assign_cores() {
   task_cores_.assign(ntasks_, {});
   const int wanted = cores_wanted_per_task();
 
-  // Home domains: the union of each task's GPU domains (order=gpu), or the whole node.
-  struct Home {
+  // Domains: each GPU's locality (order=gpu), or the whole node. A task's weight in a domain is
+  // the number of its GPUs there, so its cores follow its GPUs.
+  struct Domain {
     CpuSet cpus;
-    std::vector<int> tasks;
+    std::vector<int> tasks, weights;
   };
-  std::vector<Home> homes;
+  std::vector<Domain> domains;
+  auto join = [&](const CpuSet& cpus, int task) {
+    auto it = std::find_if(domains.begin(), domains.end(),
+                           [&](const Domain& d) { return d.cpus == cpus; });
+    if (it == domains.end()) {
+      domains.push_back({cpus, {}, {}});
+      it = domains.end() - 1;
+    }
+    if (!it->tasks.empty() && it->tasks.back() == task) {
+      ++it->weights.back();
+    } else {
+      it->tasks.push_back(task);
+      it->weights.push_back(1);
+    }
+  };
   for (int task = 0; task < ntasks_; ++task) {
-    CpuSet domain;
     if (order_ == Order::kGpu && !task_gpus_[task].empty()) {
       for (int g : task_gpus_[task])
-        domain |= topo_.gpus[step_gpus_[g].gpu].locality.cpus;
+        join(gpu_locality(g).cpus, task);
     } else {
-      domain = all_pus_;
+      join(all_pus_, task);
     }
-    auto it =
-        std::find_if(homes.begin(), homes.end(), [&](const Home& h) { return h.cpus == domain; });
-    if (it == homes.end()) {
-      homes.push_back({domain, {}});
-      it = homes.end() - 1;
-    }
-    it->tasks.push_back(task);
   }
   // Smaller domains first, so a domain nested in another keeps its cores.
-  std::stable_sort(homes.begin(), homes.end(),
-                   [](const Home& a, const Home& b) { return a.cpus.count() < b.cpus.count(); });
+  std::stable_sort(domains.begin(), domains.end(), [](const Domain& a, const Domain& b) {
+    return a.cpus.count() < b.cpus.count();
+  });
 
-  home_share_.assign(ntasks_, 1);
+  home_share_.assign(ntasks_, 0);
   Region free;
-  std::vector<Range> regions;
   auto topology_order = [&](int a, int b) {
     const UsableCore &x = usable_[a], &y = usable_[b];
     return std::tie(x.package, x.numa, x.l3, a) < std::tie(y.package, y.numa, y.l3, b);
   };
-  for (const Home& home : homes) {
-    // Home domains are unions of whole cores: a core's first PU tells whether it belongs.
-    int capacity = 0;
-    for (const Core& core : topo_.cores) {
-      capacity += home.cpus.test(core.pus[0]) && !reserved_.test(core.pus[0]);
-    }
-    const int sharers = static_cast<int>(home.tasks.size());
-    for (int j = 0; j < sharers; ++j) {
-      home_share_[home.tasks[j]] = std::max(1, capacity / sharers + (j < capacity % sharers));
-    }
+  for (const Domain& domain : domains) {
     free.clear();
     for (size_t u = 0; u < usable_.size(); ++u) {
-      if (core_owners_[u] == 0 && home.cpus.test(usable_[u].first_pu)) {
+      if (core_owners_[u] == 0 && domain.cpus.test(usable_[u].first_pu)) {
         free.push_back(static_cast<int>(u));
       }
     }
     if (!std::is_sorted(free.begin(), free.end(), topology_order)) {
       std::sort(free.begin(), free.end(), topology_order);
     }
-    regions.clear();
-    distribute(free, 0, static_cast<int>(free.size()), sharers, 0, regions);
-    for (int j = 0; j < sharers; ++j) {
-      int end = regions[j].end;
-      if (wanted > 0) end = std::min(end, regions[j].begin + wanted);
-      Region& mine = task_cores_[home.tasks[j]];
-      mine.assign(free.begin() + regions[j].begin, free.begin() + end);
-      for (int u : mine)
-        core_owners_[u] = 1;
+    const std::vector<Range> ranges = split(free, domain.weights);
+    // What the domain holds for each task, whatever the step's allocation.
+    int capacity = 0;
+    for (const Core& core : topo_.cores)
+      capacity += domain.cpus.test(core.pus[0]) && !reserved_.test(core.pus[0]);
+    const std::vector<int> shares = proportional_split(capacity, domain.weights);
+    for (size_t j = 0; j < domain.tasks.size(); ++j) {
+      Region& mine = task_cores_[domain.tasks[j]];
+      home_share_[domain.tasks[j]] += shares[j];
+      int end = ranges[j].end;
+      if (wanted > 0)
+        end = std::min(end, ranges[j].begin + std::max(0, wanted - static_cast<int>(mine.size())));
+      for (int i = ranges[j].begin; i < end; ++i) {
+        core_owners_[free[i]] = 1;
+        mine.push_back(free[i]);
+      }
     }
   }
 
-  // Tasks whose home had too few free cores (the step's CPUs lie elsewhere): the wanted count, or
-  // what their home would have given them, within an even share of what is left.
-  std::vector<int> short_tasks;
+  if (wanted > 0) {
+    for (int task = 0; task < ntasks_; ++task) {
+      if (static_cast<int>(task_cores_[task].size()) < wanted)
+        spill(task, wanted, task_place(task));
+    }
+  } else {
+    share_spare_cores();
+  }
+  fill_empty_tasks();
+  for (Region& region : task_cores_)
+    std::sort(region.begin(), region.end());
+}
+
+// Cores no task's domain gave out (no GPU near them, or the step's CPUs lie elsewhere) go to the
+// nearest tasks: each task's count in proportion to its GPUs, the poorest first. With
+// gpu_domain_only they stay idle, except for tasks left with nothing.
+void Planner::share_spare_cores() {
+  int spare = static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
+  if (spare == 0) return;
+  std::vector<int> target(ntasks_), weight(ntasks_);
   for (int task = 0; task < ntasks_; ++task) {
-    const int have = static_cast<int>(task_cores_[task].size());
-    if ((wanted > 0 && have < wanted) || (wanted == 0 && have == 0)) short_tasks.push_back(task);
+    target[task] = static_cast<int>(task_cores_[task].size());
+    weight[task] = std::max<int>(1, task_gpus_[task].size());
   }
-  const int free_left = static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
-  const std::vector<int> shares = short_tasks.empty()
-                                      ? std::vector<int>{}
-                                      : even_split(free_left, static_cast<int>(short_tasks.size()));
-  for (size_t i = 0; i < short_tasks.size(); ++i) {
-    const int task = short_tasks[i];
-    const int target = wanted > 0 ? wanted : std::max(1, std::min(shares[i], home_share_[task]));
-    spill(task, target, task_place(task));
+  if (policy_.gpu_domain_only) {
+    std::vector<int> empty;
+    for (int task = 0; task < ntasks_; ++task) {
+      if (target[task] == 0) empty.push_back(task);
+    }
+    if (empty.empty()) return;
+    const std::vector<int> shares = even_split(spare, static_cast<int>(empty.size()));
+    for (size_t i = 0; i < empty.size(); ++i)
+      target[empty[i]] = std::max(1, std::min(shares[i], home_share_[empty[i]]));
+  } else {
+    // Water-filling: each spare core to the task with the fewest cores per GPU (lowest rank on
+    // ties).
+    auto richer = [&](int a, int b) {
+      const long x = static_cast<long>(target[a]) * weight[b];
+      const long y = static_cast<long>(target[b]) * weight[a];
+      return x != y ? x > y : a > b;
+    };
+    std::vector<int> heap(ntasks_);
+    std::iota(heap.begin(), heap.end(), 0);
+    std::make_heap(heap.begin(), heap.end(), richer);
+    for (; spare > 0; --spare) {
+      std::pop_heap(heap.begin(), heap.end(), richer);
+      ++target[heap.back()];
+      std::push_heap(heap.begin(), heap.end(), richer);
+    }
   }
+  for (int task = 0; task < ntasks_; ++task) {
+    if (static_cast<int>(task_cores_[task].size()) < target[task])
+      spill(task, target[task], task_place(task));
+  }
+}
+
+// Tasks still without a core: one from the richest task, or a shared core when there are more
+// tasks than threads.
+void Planner::fill_empty_tasks() {
   bool shared = false;
   for (int task = 0; task < ntasks_; ++task) {
     if (!task_cores_[task].empty()) continue;
@@ -600,8 +836,6 @@ void Planner::assign_cores() {
     warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
          " usable cores: some tasks share cores");
   }
-  for (Region& region : task_cores_)
-    std::sort(region.begin(), region.end());
 }
 
 void Planner::assign_nics() {
@@ -643,8 +877,8 @@ void Planner::assign_nics() {
   }
 }
 
-// The most frequent value (the smallest on ties), -1 for none.
-int majority(std::vector<int> values) {
+// The most frequent value (the smallest on ties), -1 for none. Sorts `values`.
+int majority(std::vector<int>& values) {
   std::sort(values.begin(), values.end());
   int best = -1, best_count = 0;
   for (size_t i = 0; i < values.size();) {
@@ -785,6 +1019,13 @@ class TaskPlaceholders : public PlaceholderSource {
     return values_[i];
   }
 
+  // The value, moved out: for its last use.
+  std::string take(Placeholder p) {
+    get(p);
+    done_[static_cast<size_t>(p)] = false;
+    return std::move(values_[static_cast<size_t>(p)]);
+  }
+
  private:
   std::string join_gpus(bool pci) const {
     std::string text;
@@ -874,46 +1115,60 @@ class TaskPlaceholders : public PlaceholderSource {
   std::array<bool, static_cast<size_t>(Placeholder::kCount)> done_{};
 };
 
-void append_group(const std::vector<EnvTemplate>& group, std::string_view selector,
-                  PlaceholderSource& values, std::vector<EnvVar>& env) {
-  for (const EnvTemplate& tmpl : group) {
-    if (!tmpl.when.empty() && tmpl.when != selector) continue;
-    if (auto value = render_template(tmpl.value, values)) {
-      env.push_back({tmpl.name, std::move(*value), tmpl.only_if_unset});
+// A group of templates, each parsed once per plan.
+struct CompiledGroup {
+  explicit CompiledGroup(const std::vector<EnvTemplate>& group) : templates(group) {
+    compiled.reserve(group.size());
+    for (const EnvTemplate& tmpl : group)
+      compiled.emplace_back(tmpl.value);
+  }
+
+  void append(std::string_view selector, PlaceholderSource& values,
+              std::vector<EnvVar>& env) const {
+    for (size_t i = 0; i < templates.size(); ++i) {
+      const EnvTemplate& tmpl = templates[i];
+      if (!tmpl.when.empty() && tmpl.when != selector) continue;
+      if (auto value = compiled[i].render(values))
+        env.push_back({tmpl.name, std::move(*value), tmpl.only_if_unset});
     }
   }
-}
+
+  const std::vector<EnvTemplate>& templates;
+  std::vector<CompiledTemplate> compiled;
+};
 
 void Planner::render_env() {
   const NodeValues node = node_values(topo_, policy_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
+  const CompiledGroup gpu_env(policy_.gpu_env), nic_env(policy_.nic_env), omp_env(policy_.omp_env);
   for (TaskPlan& task : plan_.tasks) {
     TaskPlaceholders v(topo_, task, ntasks_, node);
     std::vector<EnvVar>& env = task.env;
     env.reserve(policy_.gpu_env.size() + policy_.nic_env.size() + policy_.omp_env.size() + 9);
     if (request_.gpu_env && !task.gpus.empty()) {
-      append_group(policy_.gpu_env, vendor_name(task.gpus[0].vendor), v, env);
+      gpu_env.append(vendor_name(task.gpus[0].vendor), v, env);
     }
     if (request_.nic_env && task.nic >= 0) {
-      append_group(policy_.nic_env, nic_kind_name(topo_.nics[task.nic].kind), v, env);
+      nic_env.append(nic_kind_name(topo_.nics[task.nic].kind), v, env);
     }
-    append_group(policy_.omp_env, "", v, env);
+    omp_env.append("", v, env);
     if (omp_places) {
       env.push_back({"OMP_PLACES", "cores", false});
       env.push_back({"OMP_PROC_BIND", "close", false});
     }
     // Information for users and tools, and the marker that binding was done.
+    // The templates are done with the values: these take them.
     env.push_back({"GPUBIND_BOUND", "1", false});
-    env.push_back({"GPUBIND_LOCAL_RANK", v.get(Placeholder::kLocalRank), false});
-    env.push_back({"GPUBIND_CPUS", v.get(Placeholder::kCpus), false});
+    env.push_back({"GPUBIND_LOCAL_RANK", v.take(Placeholder::kLocalRank), false});
+    env.push_back({"GPUBIND_CPUS", v.take(Placeholder::kCpus), false});
     if (!task.gpus.empty()) {
-      env.push_back({"GPUBIND_GPUS", v.get(Placeholder::kGpus), false});
+      env.push_back({"GPUBIND_GPUS", v.take(Placeholder::kGpus), false});
       // MIG instances have no bus id of their own here.
-      if (!v.get(Placeholder::kGpuPci).empty())
-        env.push_back({"GPUBIND_GPU_PCI", v.get(Placeholder::kGpuPci), false});
+      if (std::string pci = v.take(Placeholder::kGpuPci); !pci.empty())
+        env.push_back({"GPUBIND_GPU_PCI", std::move(pci), false});
     }
-    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.get(Placeholder::kNics), false});
-    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.get(Placeholder::kNuma), false});
+    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.take(Placeholder::kNics), false});
+    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.take(Placeholder::kNuma), false});
   }
 }
 
@@ -994,20 +1249,30 @@ Result<Plan> Planner::run() {
   plan_.tasks.resize(ntasks_);
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
+    std::vector<int> numas, l3s, cores;
     plan.rank = task;
-    std::vector<int> numas, l3s;
-    numas.reserve(task_cores_[task].size());
-    l3s.reserve(task_cores_[task].size());
+    // Scratch lists, reused across tasks.
+    numas.clear();
+    l3s.clear();
+    cores.clear();
     for (int u : task_cores_[task]) {
       const UsableCore& core = usable_[u];
       for (int i = 0; i < core.pu_count; ++i)
         plan.cpus.set(usable_pus_[core.pu_begin + i]);
-      numas.push_back(usable_[u].numa);
-      l3s.push_back(usable_[u].l3);
+      numas.push_back(core.numa);
+      l3s.push_back(core.l3);
+      cores.push_back(core.core);
     }
-    plan.ncores = static_cast<int>(task_cores_[task].size());
-    plan.numa = majority(numas);
-    plan.l3 = majority(l3s);
+    // Distinct: a task may hold single threads of its cores (units of one core are adjacent).
+    plan.ncores = static_cast<int>(std::unique(cores.begin(), cores.end()) - cores.begin());
+    // Memory goes to the first GPU's NUMA node (and L3) when the task has cores there, even if
+    // its spare cores lie mostly elsewhere.
+    const Locality* gpu = task_gpus_[task].empty() ? nullptr : &gpu_locality(task_gpus_[task][0]);
+    auto holds = [](const std::vector<int>& values, int v) {
+      return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
+    };
+    plan.numa = gpu && holds(numas, gpu->numa) ? gpu->numa : majority(numas);
+    plan.l3 = gpu && holds(l3s, gpu->l3) ? gpu->l3 : majority(l3s);
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
       const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];

@@ -10,7 +10,8 @@ const char* order_name(Order order) {
 
 std::vector<std::string> SitePolicy::default_nic_patterns() {
   // Pattern order decides a NIC's name: hsn0 (not cxi0) on Slingshot, mlx5_0 (not ib0) on IB.
-  return {"hsn*", "mlx5_*", "cxi*", "ib*"};
+  // hsi*: Slingshot netdevs at some sites (LLNL); rdmap*/efa*: AWS EFA's RDMA devices.
+  return {"hsn*", "mlx5_*", "hsi*", "cxi*", "ib*", "rdmap*", "efa*"};
 }
 
 // Why each default is what it is, with sources: docs/environment.md.

@@ -141,7 +141,10 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
   };
   const Group groups[] = {
       {"gpu_env", proto.gpu_env(), {"", "nvidia", "amd", "intel"}, policy.gpu_env},
-      {"nic_env", proto.nic_env(), {"", "slingshot", "infiniband", "ethernet"}, policy.nic_env},
+      {"nic_env",
+       proto.nic_env(),
+       {"", "slingshot", "infiniband", "ethernet", "efa"},
+       policy.nic_env},
       {"omp_env", proto.omp_env(), {""}, policy.omp_env},
   };
   for (const Group& group : groups) {
@@ -152,6 +155,7 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
   }
   policy.omp_places = proto.omp_places();
   policy.topology_file = proto.topology_file();
+  policy.gpu_domain_only = proto.gpu_domain_only();
   return policy;
 }
 

@@ -26,6 +26,8 @@ const char* nic_kind_name(NicKind kind) {
       return "slingshot";
     case NicKind::kInfiniband:
       return "infiniband";
+    case NicKind::kEfa:
+      return "efa";
     case NicKind::kEthernet:
       break;
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 
 #include "gpubind/policy.h"
@@ -73,6 +74,12 @@ bool opencl_name(std::string_view name) {
   const size_t d = name.find('d', 6);
   return name.rfind("opencl", 0) == 0 && d != std::string_view::npos &&
          number_after(name.substr(0, d), "opencl") && number_after(name.substr(d), "d");
+}
+
+// OpenCL lists CPUs and FPGAs too; old dumps may not say which.
+bool opencl_gpu(hwloc_obj_t os) {
+  const char* type = hwloc_obj_get_info_by_name(os, "OpenCLDeviceType");
+  return !type || std::strcmp(type, "GPU") == 0;
 }
 
 class Loader {
@@ -159,67 +166,62 @@ class Loader {
     }
   }
 
-  // The smallest CPU-side domain holding an I/O object: its L3 when hwloc hangs it below one,
-  // else the NUMA node, package or machine covering its non-I/O ancestor.
+  // The smallest CPU-side domain holding an I/O object: of the L3, NUMA node and package that
+  // contain its non-I/O ancestor, the one with the fewest PUs (an L3 on a tie). On AMD the L3 is
+  // smaller than the NUMA node; with Intel's sub-NUMA clustering the NUMA node is smaller.
   Locality locality_of(hwloc_obj_t io) const {
     Locality loc;
-    hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo_, io);
-    hwloc_const_bitmap_t cpus = anchor->cpuset;
-    hwloc_obj_t l3 = ancestor_of_type(anchor, HWLOC_OBJ_L3CACHE);
+    hwloc_const_bitmap_t cpus = hwloc_get_non_io_ancestor_obj(topo_, io)->cpuset;
+    const int l3 = l3_containing(cpus);
     const int numa = numa_containing(cpus);
-    const int package = package_containing(cpus);
-    if (l3) {
-      loc.kind = LocalityKind::kL3;
-      loc.cpus = to_cpuset(l3->cpuset);
-    } else if (numa >= 0) {
-      loc.kind = LocalityKind::kNuma;
-      loc.cpus = to_cpuset(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, numa)->cpuset);
-    } else if (package >= 0 && hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE) > 0) {
-      loc.kind = LocalityKind::kPackage;
-      loc.cpus = to_cpuset(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, package)->cpuset);
-    } else {
-      loc.kind = LocalityKind::kMachine;
-      loc.cpus = to_cpuset(hwloc_get_root_obj(topo_)->cpuset);
+    const int package =
+        hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE) > 0 ? package_containing(cpus) : -1;
+    hwloc_obj_t smallest = hwloc_get_root_obj(topo_);
+    loc.kind = LocalityKind::kMachine;
+    for (auto [type, index, kind] :
+         {std::tuple{HWLOC_OBJ_L3CACHE, l3, LocalityKind::kL3},
+          std::tuple{HWLOC_OBJ_NUMANODE, numa, LocalityKind::kNuma},
+          std::tuple{HWLOC_OBJ_PACKAGE, package, LocalityKind::kPackage}}) {
+      if (index < 0) continue;
+      hwloc_obj_t domain = hwloc_get_obj_by_type(topo_, type, index);
+      if (hwloc_bitmap_weight(domain->cpuset) < hwloc_bitmap_weight(smallest->cpuset) ||
+          loc.kind == LocalityKind::kMachine) {
+        smallest = domain;
+        loc.kind = kind;
+      }
     }
-    hwloc_bitmap_t domain = hwloc_bitmap_alloc();
-    for (int cpu : loc.cpus.to_vector())
-      hwloc_bitmap_set(domain, cpu);
-    loc.l3 = l3_containing(domain);
-    loc.numa = numa_containing(domain);
-    loc.package = package_containing(domain);
-    hwloc_bitmap_free(domain);
-    loc.pci_switch = pci_switch_of(io);
+    loc.cpus = to_cpuset(smallest->cpuset);
+    loc.l3 = l3_containing(smallest->cpuset);
+    loc.numa = numa_containing(smallest->cpuset);
+    loc.package = package_containing(smallest->cpuset);
+    loc.pci_path = pci_path_of(io);
     return loc;
   }
 
-  // A switch is the bridge above the device's own bridge (the switch's upstream port); with no
-  // switch, the device's root port. Devices that share it sit behind the same switch.
-  static int pci_switch_of(hwloc_obj_t io) {
-    hwloc_obj_t pci = io;
-    while (pci && pci->type != HWLOC_OBJ_PCI_DEVICE)
-      pci = pci->parent;
-    if (!pci || !pci->parent || pci->parent->type != HWLOC_OBJ_BRIDGE) return -1;
-    hwloc_obj_t port = pci->parent;
-    if (enum_value(port->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) return -1;
-    hwloc_obj_t above = port->parent;
-    if (above && above->type == HWLOC_OBJ_BRIDGE &&
-        enum_value(above->attr->bridge.upstream_type) != HWLOC_OBJ_BRIDGE_HOST) {
-      return static_cast<int>(above->gp_index);
+  // The bridges above a device, root port first; host bridges left out (every device has one).
+  static std::vector<int> pci_path_of(hwloc_obj_t io) {
+    std::vector<int> path;
+    for (hwloc_obj_t obj = io->parent; obj && obj->type == HWLOC_OBJ_BRIDGE; obj = obj->parent) {
+      if (enum_value(obj->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) break;
+      path.push_back(static_cast<int>(obj->gp_index));
     }
-    return static_cast<int>(port->gp_index);
+    std::reverse(path.begin(), path.end());
+    return path;
   }
 
+  // A GPU found by PCI class alone: a display or 3D controller of a GPU vendor, or an AMD Instinct
+  // (MI300 calls itself a processing accelerator). Not Intel's integrated graphics (bus 0), not
+  // FPGAs or other accelerators (Intel Stratix: 8086 class 0x1200), not BMC VGA chips.
   static bool is_gpu_pci_class(hwloc_obj_t pci) {
-    const unsigned vendor = pci->attr->pcidev.vendor_id;
     const unsigned cls = pci->attr->pcidev.class_id;
-    const unsigned base = cls >> 8;
-    switch (vendor) {
-      case 0x10de:
-        return base == 0x03 || base == 0x12;  // NVIDIA
-      case 0x1002:
-        return base == 0x03 || base == 0x12;  // AMD
-      case 0x8086:
-        return cls == 0x0380 || base == 0x12;  // Intel: not iGPU VGA
+    const bool display = (cls >> 8) == 0x03;
+    switch (pci->attr->pcidev.vendor_id) {
+      case 0x10de:  // NVIDIA
+        return display;
+      case 0x1002:  // AMD
+        return display || cls == 0x1200;
+      case 0x8086:  // Intel
+        return display && pci->attr->pcidev.bus != 0;
       default:
         return false;
     }
@@ -262,7 +264,7 @@ class Loader {
         ++tiles[std::string(name.substr(0, name.find('.')))];  // zeN.M: a tile of zeN
       } else if (number_after(name, "cuda") || number_after(name, "nvml")) {
         nvidias.push_back(os);
-      } else if (opencl_name(name)) {
+      } else if (opencl_name(name) && opencl_gpu(os)) {
         opencls.push_back(os);
       }
     }
@@ -349,6 +351,11 @@ class Loader {
         found.push_back({is_pci ? gpu.pci_bus_id : "~" + unit.os_name, static_cast<int>(i), gpu});
       }
     }
+    // A runtime's device that hwloc could not attach to a PCI device (an OpenCL ICD in a VM) is one
+    // of the PCI GPUs seen twice, and has no locality: with PCI GPUs present it is left out.
+    const bool any_pci = std::any_of(found.begin(), found.end(),
+                                     [](const Found& f) { return !f.gpu.pci_bus_id.empty(); });
+    if (any_pci) std::erase_if(found, [](const Found& f) { return f.gpu.pci_bus_id.empty(); });
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
       return a.sort_key != b.sort_key ? a.sort_key < b.sort_key : a.order < b.order;
     });
@@ -366,13 +373,24 @@ class Loader {
     return -1;
   }
 
+  // Fabric adapters known by their PCI identity, whatever their devices are named.
+  static bool is_cassini(hwloc_obj_t pci) {  // HPE Slingshot (hsn*, or hsi* at LLNL)
+    return pci->type == HWLOC_OBJ_PCI_DEVICE && pci->attr->pcidev.vendor_id == 0x17db;
+  }
+  static bool is_efa(hwloc_obj_t pci) {  // AWS Elastic Fabric Adapter (device ids 0xefa0-0xefaf)
+    return pci->type == HWLOC_OBJ_PCI_DEVICE && pci->attr->pcidev.vendor_id == 0x1d0f &&
+           (pci->attr->pcidev.device_id & 0xfff0) == 0xefa0;
+  }
+
+  // A NIC: a PCI device (or OS device) with a network or RDMA device whose name matches the
+  // policy's patterns; the earliest matching pattern names it. Its kind comes from its identity.
   void read_nics(Topology& t) const {
     auto groups = osdevs_by_parent({HWLOC_OBJ_OSDEV_NETWORK, HWLOC_OBJ_OSDEV_OPENFABRICS});
     std::vector<std::pair<std::string, Nic>> found;
     for (const auto& [parent, osdevs] : groups) {
       Nic nic;
       int best_rank = -1;
-      bool slingshot = false;
+      bool slingshot = is_cassini(parent);
       for (hwloc_obj_t os : osdevs) {
         const std::string name = os->name ? os->name : "";
         const bool is_net = enum_value(os->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK;
@@ -388,12 +406,11 @@ class Loader {
                     name.rfind("cxi", 0) == 0;
       }
       if (best_rank < 0) continue;
+      const bool efa = is_efa(parent);
       const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
-      if (is_pci) {
-        nic.pci_bus_id = pci_bus_id(parent);
-        slingshot = slingshot || parent->attr->pcidev.vendor_id == 0x17db;  // HPE Cray Cassini
-      }
+      if (is_pci) nic.pci_bus_id = pci_bus_id(parent);
       nic.kind = slingshot           ? NicKind::kSlingshot
+                 : efa               ? NicKind::kEfa
                  : !nic.rdma.empty() ? NicKind::kInfiniband
                                      : NicKind::kEthernet;
       nic.locality = locality_of(parent);

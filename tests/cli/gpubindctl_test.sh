@@ -35,7 +35,8 @@ check "plan table" 0 '^7 +41-47 +0xfe0000000000 +7 +5 +2 +7 \(0000:de:00.0\) +hs
   -- "$ctl" plan "${lumi[@]}" --ntasks 8
 check "plan order=cpu" 0 '^0 +1-7 +0xfe +7 +0 +0 +4 \(0000:d1:00.0\) +hsn2$' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 8 --order cpu
-check "plan gpu subset + cpus" 0 '^0 +17-20 +0x1e0000 +4 +2 +1 +2 ' \
+# Two tasks on GPU 2 (CCD 2): each keeps part of its CCD and half of the cores no GPU is near.
+check "plan gpu subset + cpus" 0 '^0 +[0-9,-]*17-20[0-9,-]* +0x[0-9a-f]+ +28 +2 +1 +2 ' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 2 --gpus 2 --cpus 0-63
 check "plan mask cpus" 0 '"cpus":"49-55"' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 1 --gpus 0 --cpus 0xfe000000000000 --json

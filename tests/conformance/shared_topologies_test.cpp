@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "../support/invariants.h"
+#include "../support/shared_dumps.h"
 #include "gpubind/topology_hwloc.h"
 
 namespace gpubind {
@@ -17,27 +18,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kShared = GPUBIND_SHARED_TOPOLOGIES;
+const fs::path kShared = testing::kSharedDumps;
 
 std::vector<std::string> shared_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (!fs::is_directory(kShared, ec)) return files;
-  for (const auto& entry : fs::directory_iterator(kShared, ec)) {
-    if (entry.path().extension() == ".xml") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::vector<std::string> site_patterns() {
-  std::vector<std::string> patterns = SitePolicy::default_nic_patterns();
-  patterns.push_back("hsi*");  // LLNL names its Slingshot interfaces hsiN
-  return patterns;
+  return testing::shared_dump_files();
 }
 
 Topology load_shared(const std::string& name) {
-  auto topology = load_topology_xml((kShared / name).string(), site_patterns());
+  auto topology = load_topology_xml((kShared / name).string(), SitePolicy::default_nic_patterns());
   EXPECT_TRUE(topology) << topology.error().message;
   return topology ? std::move(*topology) : Topology{};
 }

@@ -90,13 +90,18 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
   std::set<int> usable_cores;
   allowed.minus(reserved).for_each([&](int pu) { usable_cores.insert(core_of.at(pu)); });
 
-  std::map<std::string, int> tokens;  // token -> node GPU
+  // token -> node GPU; by default each vendor numbers its own GPUs, so the key adds the vendor.
+  std::map<std::string, int> tokens;
+  auto token_key = [&](const std::string& token, Vendor vendor) {
+    return request.gpus ? token : std::string(vendor_name(vendor)) + "/" + token;
+  };
   if (request.gpus) {
     for (const StepGpu& g : *request.gpus)
       tokens[g.token] = g.gpu;
   } else {
+    std::map<Vendor, int> per_vendor;
     for (const Gpu& g : t.gpus)
-      tokens[std::to_string(g.index)] = g.index;
+      tokens[token_key(std::to_string(per_vendor[g.vendor]++), g.vendor)] = g.index;
   }
   std::map<int, int> tasks_per_gpu;
   bool one_gpu_each = true;
@@ -136,7 +141,7 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
         }
         base = std::to_string(card);
       }
-      auto it = tokens.find(base);
+      auto it = tokens.find(token_key(base, t.gpus[gpu.gpu].vendor));
       if (it == tokens.end() || it->second != gpu.gpu) {
         return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token
                                              << " is not the step's token for GPU " << gpu.gpu;

@@ -237,6 +237,20 @@ TEST(PlannerLumi, StepGpuSubsetAndTokensAreRespected) {
   EXPECT_EQ(plan.tasks[0].gpus[0].step_index, 0);
   EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1");
+  // Each keeps its GPU's CCD, plus half of the cores no step GPU is near.
+  EXPECT_TRUE(CpuSet::parse_list("17-23")->is_subset_of(plan.tasks[0].cpus));
+  EXPECT_TRUE(CpuSet::parse_list("25-31")->is_subset_of(plan.tasks[1].cpus));
+  EXPECT_EQ(plan.tasks[0].ncores, 28);
+  EXPECT_EQ(plan.tasks[1].ncores, 28);
+}
+
+TEST(PlannerLumi, GpuDomainOnlyLeavesSpareCoresIdle) {
+  const Topology& t = fixture("lumi-g");
+  SitePolicy policy = lumi_policy();
+  policy.gpu_domain_only = true;
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{2, "0"}, {3, "1"}};
+  const Plan plan = plan_or_fail(t, policy, request);
   EXPECT_EQ(plan.tasks[0].cpus.to_list(), "17-23");
   EXPECT_EQ(plan.tasks[1].cpus.to_list(), "25-31");
 }
@@ -246,12 +260,18 @@ TEST(PlannerLumi, AllowedCpusOutsideTheGpuDomainSpillToTheNearestFreeCcd) {
   PlanRequest request = tasks(1);
   request.gpus = std::vector<StepGpu>{{0, "0"}};              // GCD 0 sits on CCD 6 (NUMA 3)
   request.allowed_cpus = *CpuSet::parse_list("0-47,64-111");  // CCDs 0-5 only
-  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  SitePolicy policy = lumi_policy();
+  policy.gpu_domain_only = true;
+  const Plan plan = plan_or_fail(t, policy, request);
   ASSERT_EQ(plan.tasks.size(), 1u);
   EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(*request.allowed_cpus));
   // It gets what its own CCD would have given (7 cores), from one CCD as close as possible.
   EXPECT_EQ(plan.tasks[0].ncores, 7);
   EXPECT_EQ(l3s_of(t, plan.tasks[0].cpus).size(), 1u) << plan.tasks[0].cpus.to_list();
+  // By default the one task gets every CPU of the step.
+  const Plan shared = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(shared.tasks[0].ncores, 6 * 7) << "CCDs 0-5 less their first cores";
+  EXPECT_TRUE(shared.tasks[0].cpus.is_subset_of(*request.allowed_cpus));
 }
 
 TEST(PlannerLumi, AllowedCoresRestrictTheStepLikeSlurmsCoreIds) {
@@ -623,7 +643,8 @@ TEST(PlannerWorkstation, NoNicMeansNoNicEnv) {
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(2));
   EXPECT_EQ(plan.tasks[0].nic, -1);
   EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
-  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1") << "per-vendor variable";
+  // ROCm counts AMD GPUs only: the node's second GPU is its first.
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "0") << "per-vendor numbering";
   EXPECT_EQ(env_of(plan.tasks[0], "NCCL_SOCKET_IFNAME"), "<unset>");
   EXPECT_EQ(env_of(plan.tasks[0], "GPUBIND_NIC"), "<unset>");
 }
@@ -711,7 +732,7 @@ TEST(PlannerEnv, GpuEnvIsAlwaysASubListOfTheStepTokens) {
     EXPECT_TRUE(tokens.count(value)) << value;
   }
   EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "GPU-a");
-  EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(t.gpus[7].locality.cpus));
+  EXPECT_TRUE(plan.tasks[0].cpus.intersects(t.gpus[7].locality.cpus));
 }
 
 }  // namespace
@@ -730,6 +751,99 @@ TEST(PlannerScale, ThousandPuNodeWithManyTasks) {
     ASSERT_TRUE(plan) << plan.error().message;
     EXPECT_TRUE(testing::plan_invariants(t, SitePolicy(), request, *plan)) << n;
   }
+}
+
+}  // namespace
+}  // namespace gpubind
+
+namespace gpubind {
+namespace {
+
+bool has_warning(const Plan& plan, const std::string& text) {
+  for (const std::string& w : plan.warnings) {
+    if (w.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// One package, one NUMA node, three L3s of 8 cores: an MI300A-like APU with one GPU.
+Topology three_l3_node(int threads_per_core = 1) {
+  testing::SyntheticShape shape;
+  shape.packages = 1;
+  shape.numa_per_package = 1;
+  shape.l3_per_numa = 3;
+  shape.cores_per_l3 = 8;
+  shape.threads_per_core = threads_per_core;
+  return testing::synthetic_topology(shape);
+}
+
+std::vector<int> cores_per_task(const Plan& plan) {
+  std::vector<int> cores;
+  for (const TaskPlan& task : plan.tasks)
+    cores.push_back(task.ncores);
+  return cores;
+}
+
+TEST(PlannerBalance, SharesThatFitNoL3AreBalanced) {
+  const Plan plan = plan_or_fail(three_l3_node(), SitePolicy(), tasks(2));
+  EXPECT_EQ(cores_per_task(plan), (std::vector<int>{12, 12})) << "not 8 and 16";
+}
+
+TEST(PlannerBalance, UnevenSplitWhenBalanceWouldSplitAnL3) {
+  const Topology t = three_l3_node();
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(4));
+  EXPECT_EQ(cores_per_task(plan), (std::vector<int>{4, 4, 8, 8})) << "6 each would straddle";
+  for (const TaskPlan& task : plan.tasks)
+    EXPECT_EQ(l3s_of(t, task.cpus).size(), 1u) << task.cpus.to_list();
+}
+
+TEST(PlannerThreads, TasksGetThreadsOfTheirOwnBeforeSharingOne) {
+  const Topology t = three_l3_node(4);  // 24 cores, 96 threads
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(48));
+  CpuSet seen;
+  for (const TaskPlan& task : plan.tasks) {
+    EXPECT_EQ(task.cpus.count(), 2) << "two threads of one core each";
+    EXPECT_EQ(task.ncores, 1);
+    EXPECT_FALSE(task.cpus.intersects(seen)) << task.cpus.to_list();
+    seen |= task.cpus;
+  }
+  EXPECT_EQ(seen, t.all_pus());
+  EXPECT_TRUE(has_warning(plan, "share cores"));
+}
+
+TEST(PlannerSpareCores, TasksShareTheCoresNoGpuIsNear) {
+  testing::SyntheticShape shape;  // 8 NUMA nodes of 64 cores, one GPU each
+  shape.threads_per_core = 1;
+  const Topology t = testing::synthetic_topology(shape);
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};
+  const Plan plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(cores_per_task(plan), (std::vector<int>{256, 256}));
+  EXPECT_EQ(plan.tasks[0].numa, 0) << "memory stays on the GPU's NUMA node";
+  EXPECT_TRUE(t.gpus[0].locality.cpus.is_subset_of(plan.tasks[0].cpus));
+  SitePolicy domain_only;
+  domain_only.gpu_domain_only = true;
+  const Plan kept = plan_or_fail(t, domain_only, request);
+  EXPECT_EQ(kept.tasks[0].cpus, t.gpus[0].locality.cpus);
+}
+
+TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
+  testing::SyntheticShape shape;  // 4 NUMA nodes with 3 GPUs each, like MI300A in TPX mode
+  shape.packages = 4;
+  shape.numa_per_package = 1;
+  shape.l3_per_numa = 3;
+  shape.cores_per_l3 = 8;
+  shape.threads_per_core = 1;
+  shape.gpus_per_numa = 3;
+  const Topology t = testing::synthetic_topology(shape);
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
+  int spanning = 0;
+  for (const TaskPlan& task : plan.tasks) {
+    ASSERT_EQ(task.gpus.size(), 2u);
+    spanning += t.gpus[task.gpus[0].gpu].locality.numa != t.gpus[task.gpus[1].gpu].locality.numa;
+    EXPECT_EQ(task.ncores, 16) << "cores follow GPUs";
+  }
+  EXPECT_EQ(spanning, 2) << "12 GPUs in fours of three: only two tasks need two domains";
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ TEST(TopologyHwloc, GpusFoundByPciClassWithoutOsDevices) {
     EXPECT_TRUE(gpu.os_name.empty());
   }
   EXPECT_EQ(t.gpus[4].pci_bus_id, "0000:9d:00.0");
-  EXPECT_EQ(t.gpus[4].locality.kind, LocalityKind::kNuma);
+  // The package's L3 and NUMA node hold the same cores: the L3 names it.
+  EXPECT_EQ(t.gpus[4].locality.kind, LocalityKind::kL3);
   EXPECT_EQ(t.gpus[4].locality.numa, 1);
 }
 
@@ -104,9 +105,14 @@ TEST(TopologyHwloc, InfinibandNicsShareTheGpuSwitch) {
   EXPECT_EQ(mlx5_0.name, "mlx5_0") << "mlx5_* comes before ib*";
   EXPECT_EQ(mlx5_0.netdev, "ibp26s0");
   EXPECT_EQ(mlx5_0.kind, NicKind::kInfiniband);
-  EXPECT_GE(mlx5_0.locality.pci_switch, 0);
-  EXPECT_EQ(mlx5_0.locality.pci_switch, t.gpus[0].locality.pci_switch);
-  EXPECT_NE(t.gpus[0].locality.pci_switch, t.gpus[1].locality.pci_switch);
+  // Behind one switch: the NIC's and GPU 0's paths share the root port and the switch's port.
+  const std::vector<int>& nic_path = mlx5_0.locality.pci_path;
+  const std::vector<int>& gpu0_path = t.gpus[0].locality.pci_path;
+  ASSERT_GE(nic_path.size(), 2u);
+  ASSERT_GE(gpu0_path.size(), 2u);
+  EXPECT_EQ(nic_path[0], gpu0_path[0]);
+  EXPECT_EQ(nic_path[1], gpu0_path[1]);
+  EXPECT_NE(t.gpus[0].locality.pci_path[0], t.gpus[1].locality.pci_path[0]);
 }
 
 TEST(TopologyHwloc, PartitionsOfOneDeviceAreSeparateGpus) {
@@ -121,13 +127,14 @@ TEST(TopologyHwloc, PartitionsOfOneDeviceAreSeparateGpus) {
   EXPECT_EQ(t.gpus[1].pci_bus_id, t.gpus[2].pci_bus_id);
 }
 
-TEST(TopologyHwloc, WorkstationIgnoresIntegratedAndBmcGraphics) {
+TEST(TopologyHwloc, WorkstationIgnoresIntegratedAndBmcGraphicsAndFpgas) {
   const Topology& t = fixture("workstation-mixed");
   ASSERT_EQ(t.gpus.size(), 2u);
   EXPECT_EQ(t.gpus[0].vendor, Vendor::kNvidia);
   EXPECT_EQ(t.gpus[0].os_name, "cuda0");
   EXPECT_EQ(t.gpus[1].vendor, Vendor::kAmd);
   EXPECT_EQ(t.gpus[1].os_name, "opencl0d0");
+  EXPECT_EQ(t.gpus[1].pci_bus_id, "0000:0a:00.0") << "not the FPGA at 05:00.0 (OpenCL accelerator)";
   EXPECT_TRUE(t.nics.empty());
 }
 

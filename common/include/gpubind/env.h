@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpubind/result.h"
 
@@ -79,6 +80,23 @@ class PlaceholderSource {
   virtual ~PlaceholderSource() = default;
   // The value, or an empty string when it does not apply to this task.
   virtual const std::string& get(Placeholder placeholder) = 0;
+};
+
+// A template parsed once, to be filled for many tasks: literal text and placeholders in turn.
+class CompiledTemplate {
+ public:
+  explicit CompiledTemplate(std::string_view value);
+  // As render_template below.
+  std::optional<std::string> render(PlaceholderSource& source) const;
+
+ private:
+  struct Part {
+    std::string_view literal;  // text before the placeholder (views the template's own storage)
+    int placeholder = -1;      // -1: none (the last part), or an unknown name
+    bool unknown = false;
+  };
+  std::vector<Part> parts_;
+  bool malformed_ = false;  // an unclosed brace: never renders
 };
 
 // Fills a template. nullopt when it uses a placeholder that is empty for this task (the variable

@@ -32,6 +32,7 @@ struct SitePolicy {
   std::vector<EnvTemplate> omp_env = default_omp_env();
   bool omp_places = false;
   std::string topology_file;
+  bool gpu_domain_only = false;  // spare cores stay idle instead of going to the nearest tasks
 
   static std::vector<std::string> default_nic_patterns();
   static std::vector<EnvTemplate> default_gpu_env();

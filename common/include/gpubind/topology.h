@@ -12,10 +12,12 @@ namespace gpubind {
 enum class Vendor { kUnknown, kNvidia, kAmd, kIntel };
 const char* vendor_name(Vendor vendor);  // "nvidia", "amd", "intel", "unknown"
 
-enum class NicKind { kSlingshot, kInfiniband, kEthernet };
-const char* nic_kind_name(NicKind kind);  // "slingshot", "infiniband", "ethernet"
+// EFA: AWS Elastic Fabric Adapter, driven through libfabric (no netdev, not for UCX).
+enum class NicKind { kSlingshot, kInfiniband, kEthernet, kEfa };
+const char* nic_kind_name(NicKind kind);  // "slingshot", "infiniband", "ethernet", "efa"
 
-// The smallest CPU-side domain that contains a device.
+// The smallest CPU-side domain that contains a device: its L3 on most AMD nodes, its NUMA node on
+// Intel nodes with sub-NUMA clustering (one L3 spans several NUMA nodes).
 enum class LocalityKind { kL3, kNuma, kPackage, kMachine };
 const char* locality_kind_name(LocalityKind kind);  // "L3", "NUMA", "package", "machine"
 
@@ -25,8 +27,9 @@ struct Locality {
   int l3 = -1;       // L3 index when the domain lies within one L3, else -1
   int numa = -1;     // NUMA index when the domain lies within one NUMA node, else -1
   int package = -1;  // package index when the domain lies within one package, else -1
-  // Devices behind the same PCI switch (first bridge below the host bridge) share this id.
-  int pci_switch = -1;
+  // The PCI bridges above the device, root port first (hwloc gp indices; host bridges left out).
+  // Two devices whose paths share a prefix sit behind the same port or switch.
+  std::vector<int> pci_path;
 };
 
 struct Core {
