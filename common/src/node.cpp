@@ -13,9 +13,10 @@ Result<Node> load_node(const NodeSources& sources) {
     node.policy = std::move(*policy);
   }
   std::string topology_path = sources.topology_path.value_or(node.policy.topology_file);
-  auto topology = topology_path.empty() || topology_path == "live"
-                      ? load_topology_live(node.policy.nic_patterns)
-                      : load_topology_xml(topology_path, node.policy.nic_patterns);
+  auto topology =
+      topology_path.empty() || topology_path == "live"
+          ? load_topology_live(node.policy.nic_patterns, node.policy.gpu_runtime_discovery)
+          : load_topology_xml(topology_path, node.policy.nic_patterns);
   if (!topology) return topology.error();
   node.topology = std::move(*topology);
   if (auto status = apply_gpu_order(node.topology, node.policy.gpu_order); !status) {

@@ -30,6 +30,11 @@ struct UsableCore {
 // Indices into the usable-core list.
 using Region = std::vector<int>;
 
+// "1 task", "2 tasks".
+std::string counted(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // Where a task or device sits, for distances.
 struct Place {
   const std::vector<int>* pci_path = nullptr;  // devices only
@@ -117,6 +122,7 @@ class Planner {
   void assign_nics();
   void render_env();
   void hand_out_unplaced_gpus();
+  void warn_tasks_far_from_gpus();
   std::string device_token(const Gpu& gpu, const std::string& step_token, int tile);
 
   int cores_wanted_per_task();
@@ -166,7 +172,6 @@ class Planner {
   };
   std::vector<Group> groups_;    // usable units by (package, NUMA, L3), built for spill()
   std::vector<int> home_share_;  // cores a task's GPU domains hold for it
-  std::vector<int> gpu_nic_;     // NIC per step GPU
   Plan plan_;
 };
 
@@ -253,8 +258,8 @@ void Planner::split_cores_into_threads() {
       units.push_back(unit);
     }
   }
-  warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
-       " usable cores: some tasks share cores, one hardware thread each");
+  warn(counted(ntasks_, "task") + " on " + counted(usable_.size(), "usable core") +
+       ": some tasks share cores, on hardware threads of their own");
   usable_ = std::move(units);
 }
 
@@ -387,17 +392,17 @@ void Planner::assign_gpus_by_rank() {
     const int per_task = std::min(request_.gpus_per_task, gpus);
     const int chunks = std::max(1, std::min(ntasks_, gpus / per_task));
     if (request_.gpus_per_task * ntasks_ > gpus) {
-      warn(std::to_string(ntasks_) + " tasks x " + std::to_string(request_.gpus_per_task) +
-           " GPUs per task exceeds the step's " + std::to_string(gpus) + " GPUs; tasks share GPUs");
+      warn(counted(ntasks_, "task") + " x " + std::to_string(request_.gpus_per_task) +
+           " GPUs per task exceeds the step's " + counted(gpus, "GPU") + "; tasks share GPUs");
     }
     chunk_sizes.assign(chunks, per_task);
     tasks_per_chunk = even_split(ntasks_, chunks);
   } else if (request_.tasks_per_gpu > 0) {
     int chunks = (ntasks_ + request_.tasks_per_gpu - 1) / request_.tasks_per_gpu;
     if (chunks > gpus) {
-      warn(std::to_string(ntasks_) + " tasks at " + std::to_string(request_.tasks_per_gpu) +
-           " per GPU need " + std::to_string(chunks) + " GPUs but the step has " +
-           std::to_string(gpus) + "; tasks are spread evenly");
+      warn(counted(ntasks_, "task") + " at " + std::to_string(request_.tasks_per_gpu) +
+           " per GPU need " + counted(chunks, "GPU") + " but the step has " + std::to_string(gpus) +
+           "; tasks are spread evenly");
       chunks = gpus;
       tasks_per_chunk = even_split(ntasks_, chunks);
     } else {
@@ -476,9 +481,9 @@ int Planner::cores_wanted_per_task() {
   if (wanted * ntasks_ <= usable) return wanted;
   const int fitted = std::max(1, usable / ntasks_);
   warn("cpus-per-task " + std::to_string(request_.cpus_per_task) + " needs " +
-       std::to_string(wanted * ntasks_) + " cores for " + std::to_string(ntasks_) +
-       " tasks but only " + std::to_string(usable) + " are usable; each task gets " +
-       std::to_string(fitted));
+       counted(wanted * ntasks_, "core") + " for " + counted(ntasks_, "task") + " but only " +
+       std::to_string(usable) + (usable == 1 ? " is" : " are") + " usable; each task gets " +
+       counted(fitted, "core"));
   return fitted;
 }
 
@@ -794,8 +799,8 @@ void Planner::share_spare_cores() {
     for (int task = 0; task < ntasks_; ++task) {
       if (target[task] == 0) empty.push_back(task);
     }
-    if (empty.empty()) return;
-    const std::vector<int> shares = even_split(spare, static_cast<int>(empty.size()));
+    const std::vector<int> shares =
+        empty.empty() ? std::vector<int>{} : even_split(spare, static_cast<int>(empty.size()));
     for (size_t i = 0; i < empty.size(); ++i)
       target[empty[i]] = std::max(1, std::min(shares[i], home_share_[empty[i]]));
   } else {
@@ -819,6 +824,12 @@ void Planner::share_spare_cores() {
     if (static_cast<int>(task_cores_[task].size()) < target[task])
       spill(task, target[task], task_place(task));
   }
+  // Tasks get fewer CPUs than the step holds: say why.
+  const auto idle = std::count(core_owners_.begin(), core_owners_.end(), 0);
+  if (idle > 0) {
+    warn(counted(idle, "usable core") + " of the step " + (idle == 1 ? "stays" : "stay") +
+         " idle: no task's GPU is near " + (idle == 1 ? "it" : "them") + " (gpu_domain_only)");
+  }
 }
 
 // Tasks still without a core: one from the richest task, or a shared core when there are more
@@ -833,15 +844,48 @@ void Planner::fill_empty_tasks() {
     }
   }
   if (shared) {
-    warn(std::to_string(ntasks_) + " tasks on " + std::to_string(usable_.size()) +
-         " usable cores: some tasks share cores");
+    warn(counted(ntasks_, "task") + " on " + counted(usable_.size(), "usable core") +
+         ": some tasks share cores");
   }
 }
 
+// Each node GPU's NIC, whatever the step: the GPUs with the same equally nearest NICs divide them
+// in GPU order (with as many GPUs as NICs, the i-th GPU takes the i-th NIC; with twice as many,
+// GPUs 0-1 take the first). Jobs sharing a node thus spread over the NICs instead of all taking
+// the first, and a task of adjacent GPUs keeps one NIC first.
+std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
+  const int gpus = static_cast<int>(topo.gpus.size());
+  std::vector<std::vector<int>> nearest(gpus);
+  for (int g = 0; g < gpus; ++g) {
+    int best = DomainSizes::kFar + 1;
+    for (const Nic& nic : topo.nics) {
+      const int d = sizes.distance(place_of(topo.gpus[g].locality), place_of(nic.locality));
+      if (d < best) nearest[g].clear();
+      if (d <= best) {
+        best = d;
+        nearest[g].push_back(nic.index);
+      }
+    }
+  }
+  std::vector<int> nic(gpus, -1);
+  for (int g = 0; g < gpus; ++g) {
+    if (nearest[g].empty()) continue;
+    const auto before = std::count(nearest.begin(), nearest.begin() + g, nearest[g]);
+    const auto alike = std::count(nearest.begin(), nearest.end(), nearest[g]);
+    nic[g] = nearest[g][before * nearest[g].size() / alike];
+  }
+  return nic;
+}
+
 void Planner::assign_nics() {
-  gpu_nic_.assign(step_gpus_.size(), -1);
   if (topo_.nics.empty()) return;
+  const std::vector<int> gpu_nic = gpu_nics(topo_, sizes_);
   std::vector<int> load(topo_.nics.size(), 0);
+  for (int task = 0; task < ntasks_; ++task) {
+    for (int g : task_gpus_[task])
+      ++load[gpu_nic[step_gpus_[g].gpu]];
+  }
+  // Tasks without GPUs: the nearest NIC to their cores, the least used among equals.
   auto nearest_nic = [&](const Place& from) {
     int best = -1;
     std::array<int, 3> best_key{};
@@ -856,20 +900,14 @@ void Planner::assign_nics() {
     ++load[best];
     return best;
   };
-  // Every GPU the tasks use gets a NIC, in step order, so sharers of a GPU share its NIC.
-  for (int task = 0; task < ntasks_; ++task) {
-    for (int g : task_gpus_[task]) {
-      if (gpu_nic_[g] < 0)
-        gpu_nic_[g] = nearest_nic(place_of(topo_.gpus[step_gpus_[g].gpu].locality));
-    }
-  }
-  // A task's NICs: the nearest of each of its GPUs, in GPU order, each once.
+  // A task's NICs: its GPUs' NICs, in GPU order, each once; the first GPU's comes first.
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
     if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
     for (int g : task_gpus_[task]) {
-      if (std::find(plan.nics.begin(), plan.nics.end(), gpu_nic_[g]) == plan.nics.end())
-        plan.nics.push_back(gpu_nic_[g]);
+      const int nic = gpu_nic[step_gpus_[g].gpu];
+      if (std::find(plan.nics.begin(), plan.nics.end(), nic) == plan.nics.end())
+        plan.nics.push_back(nic);
     }
     plan.nic = plan.nics.front();
     for (int n : plan.nics)
@@ -1197,9 +1235,9 @@ void Planner::hand_out_unplaced_gpus() {
     }
   }
   if (per_task > 0 && per_task * ntasks_ > n) {
-    warn(std::to_string(ntasks_) + " tasks x " + std::to_string(per_task) +
-         " GPUs per task need more than the step's " + std::to_string(n) +
-         " MIG instances: tasks share them");
+    warn(counted(ntasks_, "task") + " x " + std::to_string(per_task) +
+         " GPUs per task need more than the step's " + counted(n, "MIG instance") +
+         ": tasks share them");
   }
   warn("the step's GPUs are MIG instances (" + tokens.front() +
        "...): the GPU that holds each is not known here, so tasks' cores are not placed near "
@@ -1283,9 +1321,45 @@ Result<Plan> Planner::run() {
     }
   }
   hand_out_unplaced_gpus();
+  if (order_ == Order::kGpu) warn_tasks_far_from_gpus();
   assign_nics();
   render_env();
   return std::move(plan_);
+}
+
+// "L3 6", "NUMA 3", "package 1", "machine".
+std::string locality_name(const Locality& locality) {
+  const int index = locality.kind == LocalityKind::kL3     ? locality.l3
+                    : locality.kind == LocalityKind::kNuma ? locality.numa
+                                                           : locality.package;
+  std::string name = locality_kind_name(locality.kind);
+  if (locality.kind != LocalityKind::kMachine && index >= 0) name += " " + std::to_string(index);
+  return name;
+}
+
+// Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
+// CPUs may lie elsewhere), naming the first few.
+void Planner::warn_tasks_far_from_gpus() {
+  std::vector<int> far;
+  for (const TaskPlan& task : plan_.tasks) {
+    if (task.gpus.empty() || task.gpus[0].gpu < 0) continue;
+    const bool near = std::any_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpu& gpu) {
+      return task.cpus.intersects(topo_.gpus[gpu.gpu].locality.cpus);
+    });
+    if (!near) far.push_back(task.rank);
+  }
+  if (far.empty()) return;
+  std::string which;
+  for (size_t i = 0; i < far.size() && i < 3; ++i) {
+    const TaskPlan& task = plan_.tasks[far[i]];
+    const Gpu& gpu = topo_.gpus[task.gpus[0].gpu];
+    which += std::string(which.empty() ? "" : ", ") + "rank " + std::to_string(task.rank) +
+             ": GPU " + gpu.pci_bus_id + " on " + locality_name(gpu.locality);
+  }
+  if (far.size() > 3) which += ", ...";
+  warn(std::to_string(far.size()) + " of " + counted(ntasks_, "task") +
+       (far.size() == 1 ? " has" : " have") + " no CPU in their GPU's domain (" + which +
+       "): the step's CPUs there are too few or none");
 }
 
 }  // namespace

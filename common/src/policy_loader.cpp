@@ -156,6 +156,7 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
   policy.omp_places = proto.omp_places();
   policy.topology_file = proto.topology_file();
   policy.gpu_domain_only = proto.gpu_domain_only();
+  policy.gpu_runtime_discovery = proto.gpu_runtime_discovery();
   return policy;
 }
 

@@ -428,7 +428,8 @@ class Loader {
   std::vector<std::string> patterns_;
 };
 
-Result<Topology> load(const std::string& xml_path, const std::vector<std::string>& nic_patterns) {
+Result<Topology> load(const std::string& xml_path, const std::vector<std::string>& nic_patterns,
+                      bool gpu_runtimes) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return make_error("hwloc: cannot initialise a topology");
   TopologyHandle topo(raw, &hwloc_topology_destroy);
@@ -441,6 +442,13 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
   // sched_setaffinity. Linux sysfs already gives everything the planner uses.
   if (!from_xml)
     hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+  // hwloc's GPU runtime plugins initialise the drivers inside the calling process (gpubindd,
+  // slurmstepd): tens of MB and threads, device files held open, and devices not always attached
+  // to their PCI device. PCI vendor and class find the GPUs without them.
+  if (!from_xml && !gpu_runtimes) {
+    for (const char* component : {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl"})
+      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
+  }
   if (from_xml) {
     struct stat st {};
     if (stat(xml_path.c_str(), &st) != 0) {
@@ -471,11 +479,12 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
 Result<Topology> load_topology_xml(const std::string& path,
                                    const std::vector<std::string>& nic_patterns) {
   if (path.empty()) return make_error("topology file: empty path");
-  return load(path, nic_patterns);
+  return load(path, nic_patterns, false);
 }
 
-Result<Topology> load_topology_live(const std::vector<std::string>& nic_patterns) {
-  return load("", nic_patterns);
+Result<Topology> load_topology_live(const std::vector<std::string>& nic_patterns,
+                                    bool gpu_runtimes) {
+  return load("", nic_patterns, gpu_runtimes);
 }
 
 }  // namespace gpubind

@@ -118,9 +118,9 @@ TEST(PlannerLumi, NicMappingCountsTheNicsMpichFinds) {
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
   EXPECT_EQ(t.nics[plan.tasks[7].nic].name, "hsn3");
   EXPECT_EQ(t.nics[plan.tasks[5].nic].name, "hsn2");
-  // hsn0/cxi0 is 0, hsn2/cxi2 is 1, hsn3/cxi3 is 2; ranks 2 and 3 lost their NIC and were
-  // balanced over the others.
-  EXPECT_EQ(env_of(plan.tasks[0], "MPICH_OFI_NIC_MAPPING"), "0:0-1; 1:2,4-5; 2:3,6-7");
+  // hsn0/cxi0 is 0, hsn2/cxi2 is 1, hsn3/cxi3 is 2; GCDs 2 and 3 lost their NIC and divide the
+  // three equally near ones in GPU order.
+  EXPECT_EQ(env_of(plan.tasks[0], "MPICH_OFI_NIC_MAPPING"), "0:0-2; 1:3-5; 2:6-7");
 }
 
 TEST(PlannerLumi, ReservedCoresAreNeverGiven) {
@@ -766,15 +766,21 @@ bool has_warning(const Plan& plan, const std::string& text) {
   return false;
 }
 
-// One package, one NUMA node, three L3s of 8 cores: an MI300A-like APU with one GPU.
-Topology three_l3_node(int threads_per_core = 1) {
+// Packages of one NUMA node each, with L3s of 8 cores and GPUs (and as many NICs) on each.
+Topology apu_node(int packages, int l3s, int gpus, int threads_per_core = 1) {
   testing::SyntheticShape shape;
-  shape.packages = 1;
+  shape.packages = packages;
   shape.numa_per_package = 1;
-  shape.l3_per_numa = 3;
+  shape.l3_per_numa = l3s;
   shape.cores_per_l3 = 8;
   shape.threads_per_core = threads_per_core;
+  shape.gpus_per_numa = gpus;
   return testing::synthetic_topology(shape);
+}
+
+// One package, one NUMA node, three L3s of 8 cores: an MI300A-like APU with one GPU.
+Topology three_l3_node(int threads_per_core = 1) {
+  return apu_node(1, 3, 1, threads_per_core);
 }
 
 std::vector<int> cores_per_task(const Plan& plan) {
@@ -825,17 +831,14 @@ TEST(PlannerSpareCores, TasksShareTheCoresNoGpuIsNear) {
   domain_only.gpu_domain_only = true;
   const Plan kept = plan_or_fail(t, domain_only, request);
   EXPECT_EQ(kept.tasks[0].cpus, t.gpus[0].locality.cpus);
+  ASSERT_EQ(kept.warnings.size(), 1u) << "fewer CPUs than the step holds, and why";
+  EXPECT_EQ(kept.warnings[0],
+            "384 usable cores of the step stay idle: no task's GPU is near them "
+            "(gpu_domain_only)");
 }
 
 TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
-  testing::SyntheticShape shape;  // 4 NUMA nodes with 3 GPUs each, like MI300A in TPX mode
-  shape.packages = 4;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 3;
-  shape.cores_per_l3 = 8;
-  shape.threads_per_core = 1;
-  shape.gpus_per_numa = 3;
-  const Topology t = testing::synthetic_topology(shape);
+  const Topology t = apu_node(4, 3, 3);  // 4 APUs with 3 GPUs each, like MI300A in TPX mode
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
   int spanning = 0;
   for (const TaskPlan& task : plan.tasks) {
@@ -844,6 +847,54 @@ TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
     EXPECT_EQ(task.ncores, 16) << "cores follow GPUs";
   }
   EXPECT_EQ(spanning, 2) << "12 GPUs in fours of three: only two tasks need two domains";
+}
+
+// GPUs equally near several NICs divide them by GPU, whatever the step: one-GPU jobs sharing the
+// node spread over the NICs, and tasks of two GPUs each lead with their own.
+TEST(PlannerNics, EquallyNearNicsAreDividedByGpu) {
+  Topology t = apu_node(1, 2, 4);  // 4 GPUs on one NUMA node, 2 NICs there
+  t.nics.resize(2);
+  std::vector<std::string> nic_of_gpu;
+  for (int g = 0; g < 4; ++g) {
+    PlanRequest request = tasks(1);
+    request.gpus = std::vector<StepGpu>{{g, "0"}};
+    nic_of_gpu.push_back(plan_or_fail(t, SitePolicy(), request).tasks[0].nic_name);
+  }
+  EXPECT_EQ(nic_of_gpu, (std::vector<std::string>{"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"}));
+  PlanRequest pairs = tasks(2);
+  pairs.gpus_per_task = 2;
+  const Plan plan = plan_or_fail(t, SitePolicy(), pairs);
+  EXPECT_EQ(plan.tasks[0].nic_name, "mlx5_0");
+  EXPECT_EQ(plan.tasks[1].nic_name, "mlx5_1");
+}
+
+}  // namespace
+}  // namespace gpubind
+
+namespace gpubind {
+namespace {
+
+TEST(PlannerWarnings, TasksWithNoCpuNearTheirGpuAreNamedOnce) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};  // CCDs 6 and 7
+  request.allowed_cpus = *CpuSet::parse_list("0-47");       // CCDs 0-5
+  const Plan plan = plan_or_fail(t, lumi_policy(), request);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0],
+            "2 of 2 tasks have no CPU in their GPU's domain (rank 0: GPU 0000:c1:00.0 on L3 6, "
+            "rank 1: GPU 0000:c6:00.0 on L3 7): the step's CPUs there are too few or none");
+  request.allowed_cpus = *CpuSet::parse_list("0-63");
+  EXPECT_TRUE(plan_or_fail(t, lumi_policy(), request).warnings.empty());
+}
+
+TEST(PlannerWarnings, CountsAgreeWithTheirNouns) {
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{4, "0"}};
+  request.allowed_cpus = CpuSet::of({1});
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), request);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0], "2 tasks on 1 usable core: some tasks share cores");
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct SitePolicy {
   bool omp_places = false;
   std::string topology_file;
   bool gpu_domain_only = false;  // spare cores stay idle instead of going to the nearest tasks
+  bool gpu_runtime_discovery = false;  // live discovery may load hwloc's GPU runtime plugins
 
   static std::vector<std::string> default_nic_patterns();
   static std::vector<EnvTemplate> default_gpu_env();
