@@ -144,6 +144,14 @@ void prefer_numa_node(int node) {
   syscall(SYS_set_mempolicy, kMpolPreferred, mask, 1024UL);
 }
 
+// What an outer task's binding left in this task's environment (a step started inside a bound
+// task), whether or not this step is bound.
+void clear_stale_binding(spank_t sp) {
+  const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
+  for (const std::string& name : stale_binding_vars(env))
+    spank_unsetenv(sp, name.c_str());
+}
+
 // Says `message` once per node (from local task 0), on the task's stderr.
 void say_once(int local_id, const std::string& message) {
   if (local_id == 0) std::fprintf(stderr, "gpubind: %s\n", message.c_str());
@@ -187,6 +195,7 @@ int remote_user_init(spank_t sp) {
 
 int remote_task_init(spank_t sp) {
   const PluginState& s = state();
+  clear_stale_binding(sp);
   if (!s.bind) return 0;
   int local_id = 0;
   uint32_t global_id = 0;
@@ -228,9 +237,13 @@ int remote_task_init(spank_t sp) {
     return 0;
   }
   prefer_numa_node(task.numa);
+  std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {
-    spank_setenv(sp, var.name.c_str(), var.value.c_str(), var.only_if_unset ? 0 : 1);
+    if (var.only_if_unset && job_env(sp, var.name)) continue;
+    if (spank_setenv(sp, var.name.c_str(), var.value.c_str(), 1) == ESPANK_SUCCESS)
+      set.emplace_back(var.name, var.value);
   }
+  spank_setenv(sp, kSetRecordVar, record_of_set_vars(set).c_str(), 1);
   if (!s.flags.no_gpu_env) {
     const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
     for (const VisibilityUpdate& update : other_visibility_vars(env, task)) {

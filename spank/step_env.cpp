@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
+#include <cstdio>
+
+#include "gpubind/env.h"
 
 namespace gpubind::spank {
 namespace {
@@ -122,13 +126,61 @@ std::optional<std::string> positions_in_primary(const EnvLookup& task_env, const
   return positions;
 }
 
+constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                           "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
+                                           "GPU_DEVICE_ORDINAL"};
+
+// FNV-1a: a value's fingerprint in the record, so the record does not repeat the values.
+std::string fingerprint(const std::string& value) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : value)
+    hash = (hash ^ c) * 16777619u;
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", hash);
+  return text;
+}
+
 }  // namespace
+
+bool is_gpu_visibility_var(const std::string& name) {
+  return std::find(std::begin(kVisibilityVars), std::end(kVisibilityVars), name) !=
+         std::end(kVisibilityVars);
+}
+
+std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::string record;
+  for (const auto& [name, value] : set) {
+    if (is_gpu_visibility_var(name) || name.rfind("GPUBIND_", 0) == 0) continue;
+    record += (record.empty() ? "" : ",") + name + ":" + fingerprint(value);
+  }
+  return record;
+}
+
+std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
+  std::vector<std::string> stale;
+  for (const char* name : kBindingInfoVars) {
+    if (env(name)) stale.push_back(name);
+  }
+  const std::optional<std::string> record = env(kSetRecordVar);
+  if (!record) return stale;
+  stale.push_back(kSetRecordVar);
+  size_t begin = 0;
+  while (begin < record->size()) {
+    size_t end = record->find(',', begin);
+    if (end == std::string::npos) end = record->size();
+    const std::string entry = record->substr(begin, end - begin);
+    begin = end + 1;
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    const std::string name = entry.substr(0, colon);
+    const std::optional<std::string> value = env(name);
+    if (value && fingerprint(*value) == entry.substr(colon + 1)) stale.push_back(name);
+  }
+  return stale;
+}
 
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task) {
-  static const char* const kVariables[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                           "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
-                                           "GPU_DEVICE_ORDINAL"};
   const std::string primary = task.vendor == "amd"      ? "ROCR_VISIBLE_DEVICES"
                               : task.vendor == "intel"  ? "ZE_AFFINITY_MASK"
                               : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
@@ -137,7 +189,7 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
   if (primary.empty() || task.ngpus == 0) return updates;
   const std::optional<std::string> after_primary =
       task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
-  for (const char* name : kVariables) {
+  for (const char* name : kVisibilityVars) {
     if (name == primary || !task_env(name)) continue;
     const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
     updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});

@@ -50,6 +50,19 @@ struct VisibilityUpdate {
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task);
 
+// Whether Slurm sets `name` for each step with GPUs (and removes it for a step without).
+bool is_gpu_visibility_var(const std::string& name);
+
+// Nested steps (srun inside a bound task) inherit what gpubind set in the outer task. The task
+// keeps in kSetRecordVar, as "NAME:hash,...", the variables gpubind set in it (not GPU
+// visibility, which Slurm sets per step, nor the GPUBIND_* information); a new step clears them
+// while they still hold gpubind's value, so a user's own later setting survives.
+inline constexpr const char* kSetRecordVar = "GPUBIND_SET";
+std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set);
+// The variables to clear from a task of a new step: the GPUBIND_* information, the record, and
+// each recorded variable still holding the recorded value.
+std::vector<std::string> stale_binding_vars(const EnvLookup& env);
+
 // One line of the verbose table.
 std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
                              const std::string& source);

@@ -849,10 +849,9 @@ void Planner::fill_empty_tasks() {
   }
 }
 
-// Each node GPU's NIC, whatever the step: the GPUs with the same equally nearest NICs divide them
-// in GPU order (with as many GPUs as NICs, the i-th GPU takes the i-th NIC; with twice as many,
-// GPUs 0-1 take the first). Jobs sharing a node thus spread over the NICs instead of all taking
-// the first, and a task of adjacent GPUs keeps one NIC first.
+// Each node GPU's NIC, whatever the step: the i-th of the GPUs with the same equally nearest NICs
+// takes the i-th of them, round robin. Jobs sharing a node thus spread over the NICs instead of
+// all taking the first, and a task of two such GPUs gets two NICs.
 std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
   const int gpus = static_cast<int>(topo.gpus.size());
   std::vector<std::vector<int>> nearest(gpus);
@@ -871,8 +870,7 @@ std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
   for (int g = 0; g < gpus; ++g) {
     if (nearest[g].empty()) continue;
     const auto before = std::count(nearest.begin(), nearest.begin() + g, nearest[g]);
-    const auto alike = std::count(nearest.begin(), nearest.end(), nearest[g]);
-    nic[g] = nearest[g][before * nearest[g].size() / alike];
+    nic[g] = nearest[g][before % nearest[g].size()];
   }
   return nic;
 }
@@ -900,7 +898,10 @@ void Planner::assign_nics() {
     ++load[best];
     return best;
   };
-  // A task's NICs: its GPUs' NICs, in GPU order, each once; the first GPU's comes first.
+  // A task's NICs: its GPUs' NICs, in GPU order, each once. The first (where one NIC per task is
+  // used, as by Cray MPICH) is, of those as near its first GPU as that GPU's own, the one fewest
+  // earlier tasks lead with: tasks of several GPUs sharing NICs do not all lead with one.
+  std::vector<int> leading(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
     if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
@@ -909,6 +910,19 @@ void Planner::assign_nics() {
       if (std::find(plan.nics.begin(), plan.nics.end(), nic) == plan.nics.end())
         plan.nics.push_back(nic);
     }
+    if (!task_gpus_[task].empty()) {
+      // Among the NICs as near the task's first GPU as its own.
+      const Place gpu = place_of(gpu_locality(task_gpus_[task][0]));
+      const int near = distance(gpu, place_of(topo_.nics[plan.nics.front()].locality));
+      auto first = plan.nics.begin();
+      for (auto it = plan.nics.begin(); it != plan.nics.end(); ++it) {
+        if (leading[*it] < leading[*first] &&
+            distance(gpu, place_of(topo_.nics[*it].locality)) == near)
+          first = it;
+      }
+      std::rotate(plan.nics.begin(), first, first + 1);
+    }
+    ++leading[plan.nics.front()];
     plan.nic = plan.nics.front();
     for (int n : plan.nics)
       plan.nic_name += (plan.nic_name.empty() ? "" : ",") + topo_.nics[n].name;
@@ -1161,6 +1175,13 @@ struct CompiledGroup {
       compiled.emplace_back(tmpl.value);
   }
 
+  // Templates that apply to the selector: a bound on the variables append() adds.
+  size_t applying(std::string_view selector) const {
+    return std::count_if(templates.begin(), templates.end(), [&](const EnvTemplate& t) {
+      return t.when.empty() || t.when == selector;
+    });
+  }
+
   void append(std::string_view selector, PlaceholderSource& values,
               std::vector<EnvVar>& env) const {
     for (size_t i = 0; i < templates.size(); ++i) {
@@ -1182,13 +1203,14 @@ void Planner::render_env() {
   for (TaskPlan& task : plan_.tasks) {
     TaskPlaceholders v(topo_, task, ntasks_, node);
     std::vector<EnvVar>& env = task.env;
-    env.reserve(policy_.gpu_env.size() + policy_.nic_env.size() + policy_.omp_env.size() + 9);
-    if (request_.gpu_env && !task.gpus.empty()) {
-      gpu_env.append(vendor_name(task.gpus[0].vendor), v, env);
-    }
-    if (request_.nic_env && task.nic >= 0) {
-      nic_env.append(nic_kind_name(topo_.nics[task.nic].kind), v, env);
-    }
+    const bool gpus = request_.gpu_env && !task.gpus.empty();
+    const bool nics = request_.nic_env && task.nic >= 0;
+    const char* vendor = gpus ? vendor_name(task.gpus[0].vendor) : "";
+    const char* nic_kind = nics ? nic_kind_name(topo_.nics[task.nic].kind) : "";
+    env.reserve((gpus ? gpu_env.applying(vendor) : 0) + (nics ? nic_env.applying(nic_kind) : 0) +
+                omp_env.applying("") + 9);
+    if (gpus) gpu_env.append(vendor, v, env);
+    if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
       env.push_back({"OMP_PLACES", "cores", false});

@@ -174,6 +174,27 @@ json=$(grep '^{' <<<"$out")
 cp "$dir/policy.plain" "$dir/etc/policy.conf"
 reload_policy || bad "policy reload"
 
+# --- steps started inside a bound task -----------------------------------------------------------
+# The inner step inherits the outer task's environment: what gpubind set there is cleared, unless
+# the user set it again since; a bound inner step gets values of its own.
+inner='srun -n1 --overlap "$0" --json; OMP_NUM_THREADS=5 srun -n1 --overlap "$0" --json'
+run env -u OMP_NUM_THREADS srun -N1 -n1 --gpus=1 --gpu-bind-auto bash -c "$inner" "$check"
+json=$(grep '^{' <<<"$out")
+first=$(sed -n 1p <<<"$json")
+second=$(sed -n 2p <<<"$json")
+[[ $rc -eq 0 && -n "$first" && "$first" != *GPUBIND_* && "$first" != *OMP_NUM_THREADS* ]] &&
+  ok "a step inside a bound task inherits none of its GPUBIND_* nor gpubind's OMP_NUM_THREADS" ||
+  bad "stale variables in a nested step" "$out"
+[[ "$second" == *'"OMP_NUM_THREADS":"5"'* && "$second" != *GPUBIND_* ]] &&
+  ok "a variable the user set again before the nested step is kept" || bad "user's variable in a nested step" "$out"
+inner='srun -n1 --overlap --gpu-bind-auto "$0" --json'
+run env -u OMP_NUM_THREADS srun -N1 -n1 --gpus=1 --gpu-bind-auto bash -c "$inner" "$check"
+json=$(grep '^{' <<<"$out")
+[[ $rc -eq 0 && $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq 1 &&
+  "$(field OMP_NUM_THREADS "$json")" == "$(field GPUBIND_CPUS "$json" | tr ',' '\n' |
+    awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}')" ]] &&
+  ok "a bound step inside a bound task gets its own OMP_NUM_THREADS" || bad "bound nested step" "$out"
+
 # --- bad flags fail at once, naming the flag -----------------------------------------------------
 run srun -N1 -n1 --gpu-bind-auto=bogus true
 [[ $rc -ne 0 && "$out" == *"unknown flag 'bogus'"* ]] && ok "srun: bad flag fails, names it" || bad "bad flag rc=$rc" "$out"

@@ -1,5 +1,7 @@
 #include "gpubind/planner.h"
 
+#include "gpubind/env.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -849,8 +851,8 @@ TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
   EXPECT_EQ(spanning, 2) << "12 GPUs in fours of three: only two tasks need two domains";
 }
 
-// GPUs equally near several NICs divide them by GPU, whatever the step: one-GPU jobs sharing the
-// node spread over the NICs, and tasks of two GPUs each lead with their own.
+// GPUs equally near several NICs take them in turn, whatever the step: one-GPU jobs sharing the
+// node spread over the NICs, and tasks of two GPUs get both and lead with different ones.
 TEST(PlannerNics, EquallyNearNicsAreDividedByGpu) {
   Topology t = apu_node(1, 2, 4);  // 4 GPUs on one NUMA node, 2 NICs there
   t.nics.resize(2);
@@ -860,12 +862,12 @@ TEST(PlannerNics, EquallyNearNicsAreDividedByGpu) {
     request.gpus = std::vector<StepGpu>{{g, "0"}};
     nic_of_gpu.push_back(plan_or_fail(t, SitePolicy(), request).tasks[0].nic_name);
   }
-  EXPECT_EQ(nic_of_gpu, (std::vector<std::string>{"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"}));
+  EXPECT_EQ(nic_of_gpu, (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1"}));
   PlanRequest pairs = tasks(2);
   pairs.gpus_per_task = 2;
   const Plan plan = plan_or_fail(t, SitePolicy(), pairs);
-  EXPECT_EQ(plan.tasks[0].nic_name, "mlx5_0");
-  EXPECT_EQ(plan.tasks[1].nic_name, "mlx5_1");
+  EXPECT_EQ(plan.tasks[0].nic_name, "mlx5_0,mlx5_1") << "both NICs, one per GPU";
+  EXPECT_EQ(plan.tasks[1].nic_name, "mlx5_1,mlx5_0") << "leading with the other";
 }
 
 }  // namespace
@@ -886,6 +888,17 @@ TEST(PlannerWarnings, TasksWithNoCpuNearTheirGpuAreNamedOnce) {
             "rank 1: GPU 0000:c6:00.0 on L3 7): the step's CPUs there are too few or none");
   request.allowed_cpus = *CpuSet::parse_list("0-63");
   EXPECT_TRUE(plan_or_fail(t, lumi_policy(), request).warnings.empty());
+}
+
+// Nested steps clear the binding's information variables: the list they clear is complete.
+TEST(PlannerEnv, EveryGpubindVariableIsABindingInfoVariable) {
+  const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), tasks(8));
+  for (const EnvVar& var : plan.tasks[0].env) {
+    if (var.name.rfind("GPUBIND_", 0) != 0) continue;
+    EXPECT_NE(std::find(kBindingInfoVars.begin(), kBindingInfoVars.end(), var.name),
+              kBindingInfoVars.end())
+        << var.name;
+  }
 }
 
 TEST(PlannerWarnings, CountsAgreeWithTheirNouns) {

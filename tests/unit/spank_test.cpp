@@ -346,5 +346,30 @@ TEST(StepEnv, VerboseLine) {
             "gpubind: h rank 0 (local 0): cpus 0, GPU -, NIC - [fallback]");
 }
 
+// A step started inside a bound task clears what the outer binding set, unless the user has
+// changed it since; GPU visibility is Slurm's to set per step and is never recorded.
+TEST(StepEnv, NestedStepsClearWhatTheOuterBindingSet) {
+  const std::string record = record_of_set_vars({{"OMP_NUM_THREADS", "7"},
+                                                 {"UCX_NET_DEVICES", "mlx5_0:1"},
+                                                 {"ROCR_VISIBLE_DEVICES", "0"},
+                                                 {"GPUBIND_CPUS", "1-7"}});
+  EXPECT_EQ(record.find("ROCR_VISIBLE_DEVICES"), std::string::npos);
+  EXPECT_EQ(record.find("GPUBIND_CPUS"), std::string::npos);
+  const EnvLookup inherited = env_of({{"GPUBIND_BOUND", "1"},
+                                      {"GPUBIND_CPUS", "1-7"},
+                                      {"GPUBIND_SET", record},
+                                      {"OMP_NUM_THREADS", "7"},
+                                      {"UCX_NET_DEVICES", "mlx5_3:1"},  // the user's own since
+                                      {"ROCR_VISIBLE_DEVICES", "0"}});
+  EXPECT_EQ(stale_binding_vars(inherited),
+            (std::vector<std::string>{"GPUBIND_BOUND", "GPUBIND_CPUS", "GPUBIND_SET",
+                                      "OMP_NUM_THREADS"}));
+  EXPECT_TRUE(stale_binding_vars(env_of({{"OMP_NUM_THREADS", "7"}})).empty())
+      << "nothing recorded, nothing cleared";
+  EXPECT_EQ(stale_binding_vars(env_of({{"GPUBIND_SET", ",:x,NOCOLON,=:1"}})),
+            (std::vector<std::string>{"GPUBIND_SET"}))
+      << "a damaged record clears nothing else";
+}
+
 }  // namespace
 }  // namespace gpubind::spank

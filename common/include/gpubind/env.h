@@ -68,6 +68,11 @@ inline constexpr std::array<const char*, static_cast<size_t>(Placeholder::kCount
                          "local_rank",
                          "ntasks"};
 
+// The variables every bound task gets about its binding (GPUBIND_BOUND marks it bound).
+inline constexpr std::array<const char*, 7> kBindingInfoVars = {
+    "GPUBIND_BOUND",   "GPUBIND_LOCAL_RANK", "GPUBIND_CPUS", "GPUBIND_GPUS",
+    "GPUBIND_GPU_PCI", "GPUBIND_NIC",        "GPUBIND_NUMA"};
+
 // Values of every placeholder for one task.
 using PlaceholderValues = std::array<std::string, static_cast<size_t>(Placeholder::kCount)>;
 
