@@ -102,7 +102,10 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");
   request.tasks_per_gpu = count_from_env(env, "SLURM_NTASKS_PER_GPU");
   request.order = flags.order.value_or("");
-  request.smt = flags.smt.value_or(-1);
+  // The step's own thread choice (--hint=nomultithread, --threads-per-core) unless the user's flag
+  // says otherwise.
+  const int slurm_threads = count_from_env(env, "SLURM_THREADS_PER_CORE");
+  request.smt = flags.smt.value_or(slurm_threads > 0 ? slurm_threads : -1);
   request.no_gpu_env = flags.no_gpu_env;
   request.no_nic_env = flags.no_nic_env;
   request.omp = flags.omp;

@@ -34,11 +34,12 @@ e2e_cleanup() {
   rm -rf "$dir"
 }
 
-e2e_start_cluster() {  # e2e_start_cluster NAME NODES
+e2e_start_cluster() {  # e2e_start_cluster NAME NODES [slurm-cluster start options...]
   e2e_require_cluster
   dir=$(mktemp -d "/tmp/gpubind-$1-XXXXXX")
   trap e2e_cleanup EXIT
-  eval "$("$cluster" start "$dir" --nodes "$2" --build "$build")" || { echo "cluster did not start"; exit 1; }
+  eval "$("$cluster" start "$dir" --nodes "$2" --build "$build" "${@:3}")" ||
+    { echo "cluster did not start"; exit 1; }
 }
 
 e2e_no_node_drained() {

@@ -6,6 +6,7 @@ CPUs that exist; the GPUs and NICs are fakes (AMD MI250X GCDs with rsmiN devices
 hsnN NICs), spread over the packages and placed under each package's L3.
 
 Usage: make_node_topology.py OUTPUT.xml [--gpus N] [--nics N] [--hostname NAME]
+                             [--threads-per-core N]
 """
 import argparse
 import os
@@ -45,8 +46,16 @@ def live_packages():
     return result
 
 
-def build(gpus, nics, hostname):
+def as_threads(core_pus, threads_per_core):
+    """The package's PUs regrouped into cores of `threads_per_core` hardware threads each."""
+    pus = [pu for pus in core_pus for pu in pus]
+    return [pus[i:i + threads_per_core] for i in range(0, len(pus), threads_per_core)]
+
+
+def build(gpus, nics, hostname, threads_per_core=0):
     packages = live_packages()
+    if threads_per_core:
+        packages = [(v, m, as_threads(c, threads_per_core)) for v, m, c in packages]
     objs = []
     gpu_of_package = [[] for _ in packages]
     for gpu in range(gpus):
@@ -74,8 +83,10 @@ def main():
     parser.add_argument("--gpus", type=int, default=4)
     parser.add_argument("--nics", type=int, default=2)
     parser.add_argument("--hostname", default=os.uname().nodename)
+    parser.add_argument("--threads-per-core", type=int, default=0,
+                        help="present the PUs as cores of N hardware threads (0: as they are)")
     args = parser.parse_args()
-    text = g.render(build(args.gpus, args.nics, args.hostname))
+    text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core))
     with open(args.output, "w", encoding="utf-8") as f:
         f.write(text)
 
