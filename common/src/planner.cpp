@@ -609,6 +609,7 @@ void Planner::spill(int task, int wanted, const Place& anchor) {
   if (groups_.empty()) build_groups();
   Region& mine = task_cores_[task];
   const int own = mine.empty() ? 0 : mine.front();
+  mine.reserve(wanted);
   while (static_cast<int>(mine.size()) < wanted) {
     const int missing = wanted - static_cast<int>(mine.size());
     Group* best = nullptr;
@@ -638,12 +639,23 @@ void Planner::spill(int task, int wanted, const Place& anchor) {
 
 // Usable units that share an L3, NUMA node and package, with their free count and first free one.
 void Planner::build_groups() {
-  std::map<std::tuple<int, int, int>, int> id;
+  // Units come in topology order, so a group's units are usually adjacent: try the last group
+  // first, then the others.
+  auto same = [&](const Group& group, const UsableCore& c) {
+    const UsableCore& first = usable_[group.units.front()];
+    return first.package == c.package && first.numa == c.numa && first.l3 == c.l3;
+  };
   for (size_t u = 0; u < usable_.size(); ++u) {
     const UsableCore& c = usable_[u];
-    const auto [it, added] = id.try_emplace({c.package, c.numa, c.l3}, groups_.size());
-    if (added) groups_.emplace_back();
-    groups_[it->second].units.push_back(static_cast<int>(u));
+    auto it = !groups_.empty() && same(groups_.back(), c)
+                  ? groups_.end() - 1
+                  : std::find_if(groups_.begin(), groups_.end(),
+                                 [&](const Group& group) { return same(group, c); });
+    if (it == groups_.end()) {
+      groups_.emplace_back();
+      it = groups_.end() - 1;
+    }
+    it->units.push_back(static_cast<int>(u));
   }
   for (Group& group : groups_) {
     for (int u : group.units)
@@ -763,6 +775,7 @@ void Planner::assign_cores() {
       int end = ranges[j].end;
       if (wanted > 0)
         end = std::min(end, ranges[j].begin + std::max(0, wanted - static_cast<int>(mine.size())));
+      mine.reserve(mine.size() + std::max(0, end - ranges[j].begin));
       for (int i = ranges[j].begin; i < end; ++i) {
         core_owners_[free[i]] = 1;
         mine.push_back(free[i]);
