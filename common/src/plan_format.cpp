@@ -8,20 +8,6 @@
 namespace gpubind {
 namespace {
 
-int locality_index(const Locality& loc) {
-  switch (loc.kind) {
-    case LocalityKind::kL3:
-      return loc.l3;
-    case LocalityKind::kNuma:
-      return loc.numa;
-    case LocalityKind::kPackage:
-      return loc.package;
-    case LocalityKind::kMachine:
-      break;
-  }
-  return 0;
-}
-
 void write_locality(JsonWriter& json, const Locality& loc) {
   json.begin_object();
   json.key("kind").value(locality_kind_name(loc.kind));
@@ -58,11 +44,6 @@ std::string plural(int n, const char* word) {
 }
 
 }  // namespace
-
-std::string describe_locality(const Locality& loc) {
-  if (loc.kind == LocalityKind::kMachine) return "machine";
-  return std::string(locality_kind_name(loc.kind)) + " " + std::to_string(locality_index(loc));
-}
 
 std::string plan_to_json(const Plan& plan) {
   JsonWriter json;

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -136,6 +135,8 @@ class Planner {
             std::vector<Range>& out) const;
   int avoidable_straddles(const Region& cores, int begin, int end,
                           const std::vector<Range>& ranges) const;
+  void record_home_shares(const CpuSet& domain, const std::vector<int>& tasks,
+                          const std::vector<int>& weights);
   void share_spare_cores();
   void fill_empty_tasks();
   void spill(int task, int wanted, const Place& anchor);
@@ -764,14 +765,9 @@ void Planner::assign_cores() {
       std::sort(free.begin(), free.end(), topology_order);
     }
     const std::vector<Range> ranges = split(free, domain.weights);
-    // What the domain holds for each task, whatever the step's allocation.
-    int capacity = 0;
-    for (const Core& core : topo_.cores)
-      capacity += domain.cpus.test(core.pus[0]) && !reserved_.test(core.pus[0]);
-    const std::vector<int> shares = proportional_split(capacity, domain.weights);
+    if (policy_.gpu_domain_only) record_home_shares(domain.cpus, domain.tasks, domain.weights);
     for (size_t j = 0; j < domain.tasks.size(); ++j) {
       Region& mine = task_cores_[domain.tasks[j]];
-      home_share_[domain.tasks[j]] += shares[j];
       int end = ranges[j].end;
       if (wanted > 0)
         end = std::min(end, ranges[j].begin + std::max(0, wanted - static_cast<int>(mine.size())));
@@ -794,6 +790,18 @@ void Planner::assign_cores() {
   fill_empty_tasks();
   for (Region& region : task_cores_)
     std::sort(region.begin(), region.end());
+}
+
+// What a domain holds for each of its tasks, whatever the step's allocation: under
+// gpu_domain_only, a task whose domain the step left without cores gets as many elsewhere.
+void Planner::record_home_shares(const CpuSet& domain, const std::vector<int>& tasks,
+                                 const std::vector<int>& weights) {
+  int capacity = 0;
+  for (const Core& core : topo_.cores)
+    capacity += domain.test(core.pus[0]) && !reserved_.test(core.pus[0]);
+  const std::vector<int> shares = proportional_split(capacity, weights);
+  for (size_t j = 0; j < tasks.size(); ++j)
+    home_share_[tasks[j]] += shares[j];
 }
 
 // Cores no task's domain gave out (no GPU near them, or the step's CPUs lie elsewhere) go to the
@@ -1362,16 +1370,6 @@ Result<Plan> Planner::run() {
   return std::move(plan_);
 }
 
-// "L3 6", "NUMA 3", "package 1", "machine".
-std::string locality_name(const Locality& locality) {
-  const int index = locality.kind == LocalityKind::kL3     ? locality.l3
-                    : locality.kind == LocalityKind::kNuma ? locality.numa
-                                                           : locality.package;
-  std::string name = locality_kind_name(locality.kind);
-  if (locality.kind != LocalityKind::kMachine && index >= 0) name += " " + std::to_string(index);
-  return name;
-}
-
 // Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
 // CPUs may lie elsewhere), naming the first few.
 void Planner::warn_tasks_far_from_gpus() {
@@ -1389,7 +1387,7 @@ void Planner::warn_tasks_far_from_gpus() {
     const TaskPlan& task = plan_.tasks[far[i]];
     const Gpu& gpu = topo_.gpus[task.gpus[0].gpu];
     which += std::string(which.empty() ? "" : ", ") + "rank " + std::to_string(task.rank) +
-             ": GPU " + gpu.pci_bus_id + " on " + locality_name(gpu.locality);
+             ": GPU " + gpu.pci_bus_id + " on " + describe_locality(gpu.locality);
   }
   if (far.size() > 3) which += ", ...";
   warn(std::to_string(far.size()) + " of " + counted(ntasks_, "task") +

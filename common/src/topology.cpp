@@ -48,6 +48,25 @@ const char* locality_kind_name(LocalityKind kind) {
   return "machine";
 }
 
+int locality_index(const Locality& loc) {
+  switch (loc.kind) {
+    case LocalityKind::kL3:
+      return loc.l3;
+    case LocalityKind::kNuma:
+      return loc.numa;
+    case LocalityKind::kPackage:
+      return loc.package;
+    case LocalityKind::kMachine:
+      break;
+  }
+  return 0;
+}
+
+std::string describe_locality(const Locality& loc) {
+  if (loc.kind == LocalityKind::kMachine) return "machine";
+  return std::string(locality_kind_name(loc.kind)) + " " + std::to_string(locality_index(loc));
+}
+
 CpuSet Topology::all_pus() const {
   CpuSet set;
   for (const Core& core : cores) {

@@ -14,39 +14,18 @@
 #include <memory>
 #include <string_view>
 #include <tuple>
-#include <type_traits>
 
+#include "gpubind/hwloc_objects.h"
 #include "gpubind/policy.h"
 
 namespace gpubind {
 namespace {
 
+using hwloc::enum_value;
+using hwloc::pci_bus_id;
+using hwloc::to_cpuset;
+
 using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_destroy)>;
-
-// hwloc keeps whatever number an XML file gives in its enum fields (bridge and OS device types),
-// even outside the enum, and loading such a value as the enum is undefined: read the bytes.
-template <class Enum>
-unsigned enum_value(const Enum& field) {
-  static_assert(std::is_enum_v<Enum> && sizeof(Enum) <= sizeof(unsigned));
-  unsigned value = 0;
-  std::memcpy(&value, &field, sizeof field);
-  return value;
-}
-
-CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
-  CpuSet set;
-  if (!bitmap) return set;
-  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i))
-    set.set(i);
-  return set;
-}
-
-std::string pci_bus_id(hwloc_obj_t pci) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci->attr->pcidev.domain,
-                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
-  return text;
-}
 
 std::string info(hwloc_obj_t obj, const char* name) {
   const char* value = obj ? hwloc_obj_get_info_by_name(obj, name) : nullptr;

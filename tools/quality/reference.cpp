@@ -3,32 +3,18 @@
 #include <hwloc.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <type_traits>
+
+#include "gpubind/hwloc_objects.h"
 
 namespace gpubind::quality {
 namespace {
 
+using hwloc::enum_value;
+using hwloc::to_cpuset;
+
 using TopologyHandle = std::unique_ptr<hwloc_topology, decltype(&hwloc_topology_destroy)>;
-
-// An XML file may hold any number in an enum field: compare its bytes, never load it as the enum.
-template <class Enum>
-unsigned enum_value(const Enum& field) {
-  static_assert(std::is_enum_v<Enum> && sizeof(Enum) <= sizeof(unsigned));
-  unsigned value = 0;
-  std::memcpy(&value, &field, sizeof field);
-  return value;
-}
-
-CpuSet to_cpuset(hwloc_const_bitmap_t bitmap) {
-  CpuSet set;
-  if (!bitmap) return set;
-  for (int i = hwloc_bitmap_first(bitmap); i >= 0; i = hwloc_bitmap_next(bitmap, i))
-    set.set(i);
-  return set;
-}
 
 std::vector<CpuSet> cpusets_of_type(hwloc_topology_t topo, hwloc_obj_type_t type) {
   std::vector<CpuSet> sets;
@@ -38,13 +24,6 @@ std::vector<CpuSet> cpusets_of_type(hwloc_topology_t topo, hwloc_obj_type_t type
     if (!set.empty()) sets.push_back(std::move(set));
   }
   return sets;
-}
-
-std::string bus_id(hwloc_obj_t pci) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%04x:%02x:%02x.%x", pci->attr->pcidev.domain,
-                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
-  return text;
 }
 
 bool is_pci_to_pci_bridge(hwloc_obj_t obj) {
@@ -90,7 +69,7 @@ Result<Reference> Reference::load(const std::string& xml_path) {
     place.anchor = to_cpuset(hwloc_get_non_io_ancestor_obj(t, pci)->cpuset);
     place.locality = ref.smallest_domain(place.anchor);
     place.bridges = bridges_above(pci);
-    ref.pci.emplace(bus_id(pci), std::move(place));
+    ref.pci.emplace(hwloc::pci_bus_id(pci), std::move(place));
   }
   return ref;
 }

@@ -13,7 +13,4 @@ std::string plan_to_table(const Plan& plan);
 std::string topology_to_json(const Topology& topology);
 std::string topology_to_text(const Topology& topology);
 
-// "L3 6", "NUMA 1", "package 0", "machine".
-std::string describe_locality(const Locality& locality);
-
 }  // namespace gpubind

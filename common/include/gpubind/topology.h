@@ -32,6 +32,11 @@ struct Locality {
   std::vector<int> pci_path;
 };
 
+// The index of the locality's own domain (its L3, NUMA node or package); 0 for the machine.
+int locality_index(const Locality& locality);
+// "L3 6", "NUMA 1", "package 0", "machine".
+std::string describe_locality(const Locality& locality);
+
 struct Core {
   int index = 0;         // logical index, in topology order
   std::vector<int> pus;  // OS indices of its hardware threads, first thread first
