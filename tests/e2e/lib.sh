@@ -16,6 +16,8 @@ bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((fai
 e2e_require_cluster() {
   if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 77; fi
   local cmd
+  # Slurm from a slurm-bundle folder (a GPU machine without Slurm installed).
+  [[ -z "${GPUBIND_E2E_SLURM_DIR:-}" ]] || export PATH=$GPUBIND_E2E_SLURM_DIR/bin:$GPUBIND_E2E_SLURM_DIR/sbin:$PATH
   if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
     # Another release, from its root (scripts/test --slurm makes it): that root must be there.
     [[ -f "$("$here/slurm-root" path "$GPUBIND_E2E_SLURM")/.gpubind-root" ]] ||
