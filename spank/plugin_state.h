@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "options.h"
 #include "step_text.h"
@@ -27,6 +29,10 @@ struct PluginState {
   UserFlags flags;
   bool planned = false;  // plan holds the step's plan
   StepPlan plan;
+  // The step's GPUs (node index, token) and tasks on this node, as asked: task_init compares a
+  // task's own GPUs with them (Slurm's per-task choice).
+  std::vector<std::pair<int, std::string>> step_gpus;
+  int local_tasks = 0;
   std::string failure;  // why there is no plan
   std::string host;
 };

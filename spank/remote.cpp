@@ -11,6 +11,7 @@
 #include "affinity.h"
 #include "compact_client.h"
 #include "plugin_state.h"
+#include "slurm_gpu_choice.h"
 #include "step_env.h"
 
 extern "C" {
@@ -160,6 +161,38 @@ void say_once(int local_id, const std::string& message) {
   if (local_id == 0) std::fprintf(stderr, "gpubind: %s\n", message.c_str());
 }
 
+// The task's own GPU visibility value as Slurm set it (the first of the variables it sets).
+std::string slurm_visibility(const EnvLookup& env) {
+  for (const char* var :
+       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
+    if (auto value = env(var)) return *value;
+  return "";
+}
+
+// Where Slurm gave this task its own GPUs (--gpu-bind, --gpus-per-task), the binding that keeps
+// them; nullopt where the task has the step's GPUs and the plan's entry applies as it is.
+std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
+  const PluginState& s = state();
+  const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
+  std::vector<int> step_indices;
+  for (const auto& gpu : s.step_gpus)
+    step_indices.push_back(gpu.first);
+  const auto choice = slurm_task_gpus(env, step_indices, local_id, s.local_tasks);
+  if (!choice) return std::nullopt;
+  KeptBinding kept = keep_slurm_gpus(s.plan, s.step_gpus, *choice, local_id, slurm_visibility(env));
+  if (kept.task.cpus.empty()) return std::nullopt;
+  // Said once for each group of tasks given the same GPUs (once per node where not counted).
+  const bool first_of_group = choice->same_before >= 0 ? choice->same_before == 0 : local_id == 0;
+  if (kept.cores_may_be_shared && first_of_group) {
+    std::fprintf(stderr,
+                 "gpubind: warning: task %d keeps the GPUs Slurm chose for it (%s): CPUs %s, "
+                 "which other tasks given the same GPUs may share\n",
+                 local_id, choice->binding.empty() ? "its gpu binding" : choice->binding.c_str(),
+                 kept.task.cpus.c_str());
+  }
+  return kept;
+}
+
 }  // namespace
 
 int remote_user_init(spank_t sp) {
@@ -185,7 +218,10 @@ int remote_user_init(spank_t sp) {
   gethostname(host, sizeof host - 1);
   s.host = host;
   const std::vector<std::string> early_warnings = s.plan.warnings;
-  auto plan = plan_step(build_request(sp, s.flags));
+  const StepRequest request = build_request(sp, s.flags);
+  s.step_gpus = request.gpus;
+  s.local_tasks = request.ntasks;
+  auto plan = plan_step(request);
   if (!plan) {
     s.failure = plan.error().message;
     return 0;
@@ -216,11 +252,14 @@ int remote_task_init(spank_t sp) {
     say_once(local_id, "no plan for local task " + std::to_string(local_id));
     return 0;
   }
-  const TaskBinding& task = s.plan.tasks[local_id];
+  // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
+  const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
+  const TaskBinding& task = kept ? kept->task : s.plan.tasks[local_id];
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   if (s.flags.verbose || s.flags.dry_run) {
     const std::string line = describe_binding(s.host, global_id, task, s.plan.source) +
+                             (kept ? " (GPUs chosen by Slurm)" : "") +
                              (s.flags.dry_run ? " (dry run: not applied)" : "");
     std::fprintf(stderr, "%s\n", line.c_str());
   }
@@ -247,7 +286,7 @@ int remote_task_init(spank_t sp) {
       set.emplace_back(var.name, var.value);
   }
   spank_setenv(sp, kSetRecordVar, record_of_set_vars(set).c_str(), 1);
-  if (!s.flags.no_gpu_env) {
+  if (!s.flags.no_gpu_env && !kept) {
     const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
     for (const VisibilityUpdate& update : other_visibility_vars(env, task)) {
       spank_setenv(sp, update.name.c_str(), update.value.c_str(), 1);

@@ -195,6 +195,33 @@ json=$(grep '^{' <<<"$out")
     awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}')" ]] &&
   ok "a bound step inside a bound task gets its own OMP_NUM_THREADS" || bad "bound nested step" "$out"
 
+# --- Slurm's own per-task GPU choice is kept ------------------------------------------------------
+# --gpu-bind=map_gpu gives rank 0 GPU 1 (bus 0000:41:00.0) and rank 1 GPU 0: each task keeps
+# Slurm's GPU, its visibility variables as Slurm set them, on cores of its own.
+slurm_choice_ok() {  # slurm_choice_ok RANK VISIBLE PCI: the JSON line of RANK in $out agrees
+  local line
+  line=$(grep "\"rank\":\"$1\"" <<<"$out")
+  [[ "$(field ROCR_VISIBLE_DEVICES "$line")" == "$2" && "$(field CUDA_VISIBLE_DEVICES "$line")" == "$2" &&
+    "$(field GPUBIND_GPUS "$line")" == "$2" && "$(field GPUBIND_GPU_PCI "$line")" == "$3" ]]
+}
+distinct_cpus() { [[ $(grep '^{' <<<"$out" | sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' | sort | uniq -d | wc -l) -eq 0 ]]; }
+run srun -N1 -n2 --gpus=2 --gpu-bind=map_gpu:1,0 --gpu-bind-auto=verbose "$check" --json
+slurm_choice_ok 0 1 0000:41:00.0 && slurm_choice_ok 1 0 0000:40:00.0 && distinct_cpus &&
+  [[ $(lines_with "(GPUs chosen by Slurm)") -eq 2 ]] &&
+  ok "--gpu-bind=map_gpu:1,0: each task keeps the GPU Slurm gave it, on cores of its own" ||
+  bad "--gpu-bind=map_gpu kept" "$out"
+if ((ncpus >= 2)); then
+  run srun -N1 -n2 --gpus=4 --gpus-per-task=2 --gpu-bind-auto=order=cpu "$check" --json
+  slurm_choice_ok 0 0,1 0000:40:00.0,0000:41:00.0 && slurm_choice_ok 1 2,3 0000:42:00.0,0000:43:00.0 &&
+    distinct_cpus && ok "--gpus-per-task=2 with order=cpu: each task keeps Slurm's two GPUs" ||
+    bad "--gpus-per-task kept" "$out"
+fi
+run srun -N1 -n2 --gpus=2 --gpu-bind=map_gpu:0 --gpu-bind-auto "$check" --json
+slurm_choice_ok 0 0 0000:40:00.0 && slurm_choice_ok 1 0 0000:40:00.0 &&
+  [[ $(lines_with "which other tasks given the same GPUs may share") -eq 1 ]] &&
+  ok "two tasks Slurm put on one GPU keep it, with one warning about shared cores" ||
+  bad "--gpu-bind=map_gpu:0" "$out"
+
 # --- bad flags fail at once, naming the flag -----------------------------------------------------
 run srun -N1 -n1 --gpu-bind-auto=bogus true
 [[ $rc -ne 0 && "$out" == *"unknown flag 'bogus'"* ]] && ok "srun: bad flag fails, names it" || bad "bad flag rc=$rc" "$out"
