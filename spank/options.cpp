@@ -1,6 +1,8 @@
 #include "options.h"
 
+#include <algorithm>
 #include <charconv>
+#include <utility>
 
 namespace gpubind::spank {
 namespace {
@@ -159,12 +161,85 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
       site.policy = value;
     } else if (key == "stepd_lib") {
       site.stepd_lib = value;
+    } else if (key == "override_explicit") {
+      if (value != "yes" && value != "no") {
+        return make_error("plugstack argument 'override_explicit' takes yes or no (got '" + value +
+                          "')");
+      }
+      site.override_explicit = value == "yes";
     } else {
       return make_error("unknown plugstack argument '" + key +
-                        "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib)");
+                        "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib, "
+                        "override_explicit)");
     }
   }
   return site;
+}
+
+namespace {
+
+// "verbose,cores" -> "cores"; "quiet" -> "".
+std::string without_verbosity(const std::string& value) {
+  std::string kept;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t end = std::min(value.find(',', start), value.size());
+    const std::string word = value.substr(start, end - start);
+    if (!word.empty() && word != "verbose" && word != "quiet" && word != "v" && word != "q")
+      kept += (kept.empty() ? "" : ",") + word;
+    // A list (map_cpu:0,1) keeps its commas: the rest of the text belongs to it.
+    if (word.find(':') != std::string::npos) {
+      kept += value.substr(end);
+      break;
+    }
+    start = end + 1;
+  }
+  return kept;
+}
+
+}  // namespace
+
+ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_options) {
+  ExplicitBinding found;
+  for (size_t i = 0; i < launcher_options.size(); ++i) {
+    const std::string& arg = launcher_options[i];
+    for (const auto& [name, target] :
+         {std::pair<const char*, std::string*>{"cpu", &found.cpu}, {"gpu", &found.gpu}}) {
+      for (const std::string& spelling :
+           {std::string("--") + name + "-bind", std::string("--") + name + "_bind"}) {
+        if (arg == spelling && i + 1 < launcher_options.size())
+          *target = without_verbosity(launcher_options[i + 1]);
+        else if (arg.rfind(spelling + "=", 0) == 0)
+          *target = without_verbosity(arg.substr(spelling.size() + 1));
+      }
+    }
+  }
+  return found;
+}
+
+std::string encode_explicit(const ExplicitBinding& binding) {
+  std::string text;
+  if (!binding.cpu.empty()) text += "cpu-bind=" + binding.cpu;
+  if (!binding.gpu.empty()) text += (text.empty() ? "" : ";") + ("gpu-bind=" + binding.gpu);
+  return text;
+}
+
+ExplicitBinding decode_explicit(const std::string& text) {
+  ExplicitBinding binding;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    if (part.rfind("cpu-bind=", 0) == 0) binding.cpu = part.substr(9);
+    if (part.rfind("gpu-bind=", 0) == 0) binding.gpu = part.substr(9);
+    start = end + 1;
+  }
+  return binding;
+}
+
+bool cpu_bind_type_is_explicit(const std::string& type) {
+  return type == "none" || type == "rank" || type.rfind("map_cpu:", 0) == 0 ||
+         type.rfind("map_ldom:", 0) == 0 || type.rfind("mask_ldom:", 0) == 0;
 }
 
 }  // namespace gpubind::spank

@@ -41,8 +41,30 @@ struct SiteArgs {
   OnError on_error = OnError::kFallback;
   std::string policy;     // policy file for in-process fallback planning
   std::string stepd_lib;  // the client library loaded in slurmstepd; empty = beside the plugin
+  // A user's explicit --cpu-bind/--gpu-bind wins for that resource unless the site forces
+  // gpubind's binding (override_explicit=yes).
+  bool override_explicit = false;
 };
 
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args);
+
+// The binding a user asked Slurm for explicitly: srun's own --cpu-bind/--gpu-bind values, less
+// the words that only set verbosity ("verbose", "quiet"); empty where not asked.
+struct ExplicitBinding {
+  std::string cpu, gpu;
+  bool any() const { return !cpu.empty() || !gpu.empty(); }
+};
+// From srun's options (its arguments before the command): "--cpu-bind=X", "--cpu-bind X" and the
+// old "--cpu_bind" spelling; the last one given counts, as in srun.
+ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_options);
+// srun passes it to the step in this variable (a SLURM_ name, so that --export=NONE keeps it) as
+// "cpu-bind=X;gpu-bind=Y".
+inline constexpr const char* kExplicitEnv = "SLURM_GPUBIND_USER_BIND";
+std::string encode_explicit(const ExplicitBinding& binding);
+ExplicitBinding decode_explicit(const std::string& text);
+// Slurm's SLURM_CPU_BIND_TYPE as a task sees it: "none", "map_cpu:", "rank", "map_ldom:" and
+// "mask_ldom:" come only from a user (srun or the SLURM_CPU_BIND it reads); Slurm's own default
+// binding and --cpu-bind=cores|threads|sockets reach the task as "mask_cpu:".
+bool cpu_bind_type_is_explicit(const std::string& slurm_cpu_bind_type);
 
 }  // namespace gpubind::spank

@@ -100,6 +100,11 @@ GPUBIND_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   });
 }
 
+GPUBIND_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
+  return guarded("local_user_init", 0,
+                 [&] { return spank_context() == S_CTX_LOCAL ? local_user_init(sp) : 0; });
+}
+
 // User errors are reported from task_init: errors here are swallowed by srun and drain the node
 // under sbatch, so this never fails.
 GPUBIND_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {

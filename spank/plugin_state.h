@@ -44,6 +44,7 @@ struct spank_option* bind_option();
 
 // Per-context entry points (local.cpp, remote.cpp).
 int local_post_opt(spank_t sp);
+int local_user_init(spank_t sp);
 int remote_user_init(spank_t sp);
 int remote_task_init(spank_t sp);
 

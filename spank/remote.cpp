@@ -169,6 +169,25 @@ std::string slurm_visibility(const EnvLookup& env) {
   return "";
 }
 
+// The user's explicit --cpu-bind/--gpu-bind for this step: what srun passed down, else a CPU
+// binding that only a user gives (map_cpu, none, rank...). The variable is the step's: a task
+// does not keep it.
+ExplicitBinding explicit_binding_of(spank_t sp) {
+  ExplicitBinding user;
+  if (auto passed = job_env(sp, kExplicitEnv)) {
+    user = decode_explicit(*passed);
+    spank_unsetenv(sp, kExplicitEnv);
+  }
+  const auto type = job_env(sp, "SLURM_CPU_BIND_TYPE");
+  if (user.cpu.empty() && type && cpu_bind_type_is_explicit(*type)) {
+    std::string value = job_env(sp, "SLURM_CPU_BIND").value_or(*type);
+    for (const char* prefix : {"quiet,", "verbose,"})
+      if (value.rfind(prefix, 0) == 0) value.erase(0, std::string(prefix).size());
+    user.cpu = value;
+  }
+  return user;
+}
+
 // Where Slurm gave this task its own GPUs (--gpu-bind, --gpus-per-task), the binding that keeps
 // them; nullopt where the task has the step's GPUs and the plan's entry applies as it is.
 std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
@@ -234,6 +253,7 @@ int remote_user_init(spank_t sp) {
 
 int remote_task_init(spank_t sp) {
   const PluginState& s = state();
+  const ExplicitBinding user = explicit_binding_of(sp);  // read before anything is cleared
   clear_stale_binding(sp);
   if (!s.bind) return 0;
   int local_id = 0;
@@ -254,19 +274,35 @@ int remote_task_init(spank_t sp) {
   }
   // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
   const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
-  const TaskBinding& task = kept ? kept->task : s.plan.tasks[local_id];
+  TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];
+  // So does the user's explicit --cpu-bind or --gpu-bind=none, unless the site forces gpubind's.
+  const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;
+  const bool slurm_gpu_vars = user.gpu == "none" && !s.site.override_explicit;
+  if (slurm_cpus) {
+    task = with_slurm_cpus(task, current_affinity().to_list());
+    say_once(local_id, "--cpu-bind=" + user.cpu +
+                           " given: tasks keep Slurm's CPU binding; gpubind sets their GPU and "
+                           "NIC variables");
+  }
+  if (slurm_gpu_vars) {
+    task = without_gpu_visibility(task);
+    say_once(local_id, "--gpu-bind=none given: the GPU visibility variables stay Slurm's");
+  }
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   if (s.flags.verbose || s.flags.dry_run) {
     const std::string line = describe_binding(s.host, global_id, task, s.plan.source) +
                              (kept ? " (GPUs chosen by Slurm)" : "") +
+                             (slurm_cpus ? " (CPUs bound by Slurm)" : "") +
                              (s.flags.dry_run ? " (dry run: not applied)" : "");
     std::fprintf(stderr, "%s\n", line.c_str());
   }
   if (s.flags.dry_run) return 0;
 
   auto cpus = CpuSet::parse_list(task.cpus);
-  const Status bound = cpus ? set_affinity(*cpus) : Status(cpus.error());
+  const Status bound = slurm_cpus ? Status(Ok{})
+                       : cpus     ? set_affinity(*cpus)
+                                  : Status(cpus.error());
   if (!bound) {
     const std::string why = bound.error().message;
     if (s.site.on_error == OnError::kFail) {
@@ -286,7 +322,7 @@ int remote_task_init(spank_t sp) {
       set.emplace_back(var.name, var.value);
   }
   spank_setenv(sp, kSetRecordVar, record_of_set_vars(set).c_str(), 1);
-  if (!s.flags.no_gpu_env && !kept) {
+  if (!s.flags.no_gpu_env && !kept && !slurm_gpu_vars) {
     const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
     for (const VisibilityUpdate& update : other_visibility_vars(env, task)) {
       spank_setenv(sp, update.name.c_str(), update.value.c_str(), 1);

@@ -197,6 +197,28 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
   return updates;
 }
 
+TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
+  TaskBinding out = task;
+  out.cpus = slurm_cpus;
+  out.numa = out.l3 = -1;
+  out.env.clear();
+  for (const TaskEnv& var : task.env) {
+    if (var.name == "OMP_NUM_THREADS" || var.name == "OMP_PLACES" || var.name == "OMP_PROC_BIND" ||
+        var.name == "GPUBIND_NUMA")
+      continue;
+    out.env.push_back(var.name == "GPUBIND_CPUS" ? TaskEnv{var.name, slurm_cpus, false} : var);
+  }
+  return out;
+}
+
+TaskBinding without_gpu_visibility(const TaskBinding& task) {
+  TaskBinding out = task;
+  out.env.clear();
+  for (const TaskEnv& var : task.env)
+    if (!is_gpu_visibility_var(var.name)) out.env.push_back(var);
+  return out;
+}
+
 std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
                              const std::string& source) {
   std::string line = "gpubind: " + host + " rank " + std::to_string(global_rank) + " (local " +

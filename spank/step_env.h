@@ -63,6 +63,13 @@ std::string record_of_set_vars(const std::vector<std::pair<std::string, std::str
 // each recorded variable still holding the recorded value.
 std::vector<std::string> stale_binding_vars(const EnvLookup& env);
 
+// A task whose CPU binding stays Slurm's (the user's explicit --cpu-bind): `slurm_cpus` as its
+// CPUs and GPUBIND_CPUS, no NUMA preference, and none of the OpenMP variables the plan derived
+// from its own CPUs.
+TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus);
+// A task whose GPU visibility variables stay Slurm's (the user's explicit --gpu-bind=none).
+TaskBinding without_gpu_visibility(const TaskBinding& task);
+
 // One line of the verbose table.
 std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
                              const std::string& source);

@@ -222,6 +222,34 @@ slurm_choice_ok 0 0 0000:40:00.0 && slurm_choice_ok 1 0 0000:40:00.0 &&
   ok "two tasks Slurm put on one GPU keep it, with one warning about shared cores" ||
   bad "--gpu-bind=map_gpu:0" "$out"
 
+# --- the user's explicit --cpu-bind / --gpu-bind win, with one line; a site may force gpubind -----
+cpus_of_rank() { field cpus "$(grep "\"rank\":\"$1\"" <<<"$out")"; }
+run srun -N1 -n2 --gpus=2 --cpu-bind=map_cpu:1,0 --gpu-bind-auto "$check" --json
+[[ "$(cpus_of_rank 0)" == 1 && "$(cpus_of_rank 1)" == 0 &&
+  $(lines_with "--cpu-bind=map_cpu:1,0 given: tasks keep Slurm's CPU binding") -eq 1 &&
+  "$(field ROCR_VISIBLE_DEVICES "$(grep '"rank":"0"' <<<"$out")")" == 0 &&
+  $(grep -c '"GPUBIND_GPU_PCI"' <<<"$out") -eq 2 && $(grep -c SLURM_GPUBIND_USER_BIND <<<"$out") -eq 0 ]] &&
+  ok "--cpu-bind=map_cpu:1,0: Slurm's CPUs kept, one line, gpubind's GPU variables still set" ||
+  bad "--cpu-bind=map_cpu kept" "$out"
+run srun -N1 -n1 --gpus=1 --cpu-bind=verbose,cores --gpu-bind-auto "$check" --json
+[[ $(lines_with "--cpu-bind=cores given") -eq 1 && $(grep -c '"OMP_NUM_THREADS"' <<<"$out") -eq 0 ]] &&
+  ok "--cpu-bind=verbose,cores: Slurm's binding kept, no OMP_NUM_THREADS from gpubind's own CPUs" ||
+  bad "--cpu-bind=cores kept" "$out"
+run srun -N1 -n2 --gpus=2 --cpu-bind=verbose --gpu-bind-auto "$check" --json
+[[ $(lines_with "given: tasks keep") -eq 0 ]] && ok "--cpu-bind=verbose alone binds nothing: gpubind binds" ||
+  bad "--cpu-bind=verbose" "$out"
+run srun -N1 -n2 --gpus=2 --gpu-bind=none --gpu-bind-auto "$check" --json
+# Slurm sets no visibility variable under --gpu-bind=none; gpubind sets none either.
+[[ $(grep -c '_VISIBLE_DEVICES' <<<"$out") -eq 0 && $(grep -c '"GPUBIND_GPUS"' <<<"$out") -eq 2 &&
+  $(lines_with "--gpu-bind=none given") -eq 1 ]] &&
+  ok "--gpu-bind=none: no GPU visibility variable set, GPUBIND_GPUS names each task's near GPU" ||
+  bad "--gpu-bind=none" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback override_explicit=yes
+run srun -N1 -n2 --gpus=2 --cpu-bind=map_cpu:1,0 --gpu-bind-auto "$check" --json
+[[ "$(cpus_of_rank 0)" == 0 && $(lines_with "given: tasks keep") -eq 0 ]] &&
+  ok "override_explicit=yes: the site's gpubind binding replaces --cpu-bind" || bad "override_explicit" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+
 # --- bad flags fail at once, naming the flag -----------------------------------------------------
 run srun -N1 -n1 --gpu-bind-auto=bogus true
 [[ $rc -ne 0 && "$out" == *"unknown flag 'bogus'"* ]] && ok "srun: bad flag fails, names it" || bad "bad flag rc=$rc" "$out"

@@ -371,5 +371,65 @@ TEST(StepEnv, NestedStepsClearWhatTheOuterBindingSet) {
       << "a damaged record clears nothing else";
 }
 
+TEST(ExplicitBinding, SrunsOwnCpuAndGpuBindOptions) {
+  auto got = explicit_binding({"-n2", "--cpu-bind=cores", "--gpus=2"});
+  EXPECT_EQ(got.cpu, "cores");
+  EXPECT_EQ(got.gpu, "");
+  got = explicit_binding({"--cpu_bind", "verbose,map_cpu:1,0", "--gpu-bind=verbose,map_gpu:1,0"});
+  EXPECT_EQ(got.cpu, "map_cpu:1,0") << "old spelling, separate value, verbosity dropped";
+  EXPECT_EQ(got.gpu, "map_gpu:1,0");
+  EXPECT_FALSE(explicit_binding({"--cpu-bind=verbose"}).any()) << "verbosity alone binds nothing";
+  EXPECT_FALSE(explicit_binding({"--cpu-bind=q"}).any());
+  EXPECT_EQ(explicit_binding({"--cpu-bind=none", "--cpu-bind=rank"}).cpu, "rank") << "last wins";
+  EXPECT_FALSE(explicit_binding({"-n1", "--gpu-bind-auto=verbose"}).any()) << "not gpubind's own";
+}
+
+TEST(ExplicitBinding, RoundTripsThroughTheStepVariable) {
+  ExplicitBinding given{"map_cpu:1,0", "none"};
+  EXPECT_EQ(encode_explicit(given), "cpu-bind=map_cpu:1,0;gpu-bind=none");
+  const ExplicitBinding back = decode_explicit(encode_explicit(given));
+  EXPECT_EQ(back.cpu, given.cpu);
+  EXPECT_EQ(back.gpu, given.gpu);
+  EXPECT_EQ(decode_explicit("gpu-bind=closest").cpu, "");
+  EXPECT_FALSE(decode_explicit("").any());
+}
+
+TEST(ExplicitBinding, OnlyCpuBindTypesAUserGivesCount) {
+  for (const char* type : {"none", "rank", "map_cpu:", "map_ldom:", "mask_ldom:"})
+    EXPECT_TRUE(cpu_bind_type_is_explicit(type)) << type;
+  // Slurm's default and --cpu-bind=cores|threads|sockets reach the task as masks.
+  EXPECT_FALSE(cpu_bind_type_is_explicit("mask_cpu:"));
+  EXPECT_FALSE(cpu_bind_type_is_explicit(""));
+}
+
+TEST(SiteArgs, OverrideExplicit) {
+  EXPECT_FALSE(parse_site_args({})->override_explicit);
+  EXPECT_TRUE(parse_site_args({"override_explicit=yes"})->override_explicit);
+  auto bad = parse_site_args({"override_explicit=maybe"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("override_explicit"), std::string::npos);
+}
+
+TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
+  TaskBinding task = gpu_task("nvidia", 1, "0");
+  task.cpus = "0-7";
+  task.numa = 1;
+  task.env = {{"CUDA_VISIBLE_DEVICES", "0", false},
+              {"OMP_NUM_THREADS", "8", true},
+              {"OMP_PLACES", "cores", false},
+              {"GPUBIND_CPUS", "0-7", false},
+              {"GPUBIND_NUMA", "1", false}};
+  const TaskBinding kept = with_slurm_cpus(task, "3");
+  EXPECT_EQ(kept.cpus, "3");
+  EXPECT_EQ(kept.numa, -1) << "no memory preference from a plan not applied";
+  std::map<std::string, std::string> env;
+  for (const TaskEnv& var : kept.env)
+    env[var.name] = var.value;
+  EXPECT_EQ(env.count("OMP_NUM_THREADS") + env.count("OMP_PLACES") + env.count("GPUBIND_NUMA"), 0u);
+  EXPECT_EQ(env["GPUBIND_CPUS"], "3");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0");
+  EXPECT_EQ(without_gpu_visibility(task).env.size(), task.env.size() - 1);
+}
+
 }  // namespace
 }  // namespace gpubind::spank
