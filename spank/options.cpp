@@ -167,10 +167,16 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
                           "')");
       }
       site.override_explicit = value == "yes";
+    } else if (key == "gpus_without_gres") {
+      if (value != "none" && value != "node") {
+        return make_error("plugstack argument 'gpus_without_gres' takes none or node (got '" +
+                          value + "')");
+      }
+      site.gpus_without_gres_node = value == "node";
     } else {
       return make_error("unknown plugstack argument '" + key +
                         "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib, "
-                        "override_explicit)");
+                        "override_explicit, gpus_without_gres)");
     }
   }
   return site;

@@ -44,6 +44,9 @@ struct SiteArgs {
   // A user's explicit --cpu-bind/--gpu-bind wins for that resource unless the site forces
   // gpubind's binding (override_explicit=yes).
   bool override_explicit = false;
+  // Sites whose Slurm does not manage GPUs (no gres/gpu): `node` shares out every GPU of the
+  // node when Slurm says nothing about GPUs at all; `none` (the default) gives such steps none.
+  bool gpus_without_gres_node = false;
 };
 
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args);

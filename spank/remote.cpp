@@ -95,7 +95,9 @@ StepRequest build_request(spank_t sp, const UserFlags& flags) {
   }
   const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
   StepGpus gpus = step_gpus_from_env(env);
-  request.gpus_given = true;  // never "every GPU of the node": the plan stays in the step
+  // The plan stays in the step's GPUs; "every GPU of the node" only where the site says Slurm
+  // does not manage GPUs and Slurm indeed says nothing about them.
+  request.gpus_given = !(site.gpus_without_gres_node && slurm_says_nothing_about_gpus(env));
   request.gpus = std::move(gpus.gpus);
   request.unplaced_gpus = std::move(gpus.unplaced);
   if (!gpus.warning.empty()) state().plan.warnings.push_back(gpus.warning);

@@ -197,6 +197,14 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
   return updates;
 }
 
+bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_GPUS",
+                           "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "CUDA_VISIBLE_DEVICES",
+                           "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
+    if (env(name)) return false;
+  return true;
+}
+
 TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
   TaskBinding out = task;
   out.cpus = slurm_cpus;

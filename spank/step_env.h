@@ -28,6 +28,11 @@ struct StepGpus {
 // MIG tokens are never read as GPU numbers: they come back in `unplaced`.
 StepGpus step_gpus_from_env(const EnvLookup& env);
 
+// Whether Slurm says nothing at all about GPUs for this step: no GPU list of the step or the job,
+// no GPU count and no visibility variable (a site without gres/gpu). A step that Slurm says has
+// no GPUs in a job with GPUs (--gres=none) still has SLURM_JOB_GPUS: it is not such a step.
+bool slurm_says_nothing_about_gpus(const EnvLookup& env);
+
 // The count in SLURM_GPUS_PER_TASK ("2" or "a100:2"), SLURM_NTASKS_PER_GPU, SLURM_CPUS_PER_TASK;
 // 0 when unset or unreadable.
 int count_from_env(const EnvLookup& env, const std::string& name);

@@ -119,6 +119,23 @@ out=$(cat "$dir/batch3.out" 2>/dev/null)
 [[ $rc -eq 0 && "$out" == *'"GPUBIND_BOUND":"1"'* && "$out" != *VISIBLE_DEVICES* &&
   "$out" != *GPUBIND_GPUS* ]] && ok "srun --gres=none in a GPU job: bound, no GPU" ||
   bad "--gres=none step" "$out"
+# A site whose Slurm does not manage GPUs: by default a step Slurm says nothing about gets none;
+# with gpus_without_gres=node it shares out the node's GPUs, while --gres=none still means none.
+run srun -N1 -n2 --gpu-bind-auto "$check" --json
+[[ "$out" == *'"GPUBIND_BOUND":"1"'* && "$out" != *GPUBIND_GPUS* ]] &&
+  ok "no GPUs asked, gpus_without_gres=none (default): bound, no GPU" || bad "no GPUs, default" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback gpus_without_gres=node
+run srun -N1 -n2 --gpu-bind-auto "$check" --json
+[[ "$(grep '^{' <<<"$out" | sed -nE 's/.*"GPUBIND_GPUS":"([^"]*)".*/\1/p' | tr ',' '\n' | sort | tr '\n' ' ')" == "0 1 2 3 " &&
+  $(grep -c '"ROCR_VISIBLE_DEVICES"' <<<"$out") -eq 2 ]] &&
+  ok "gpus_without_gres=node: a step Slurm says nothing about shares out the node's 4 GPUs" ||
+  bad "gpus_without_gres=node" "$out"
+run sbatch --wait -N1 -n2 --gpus=2 -o "$dir/batch4.out" \
+  --wrap "srun -n1 --gres=none --gpu-bind-auto $check --json"
+out=$(cat "$dir/batch4.out" 2>/dev/null)
+[[ $rc -eq 0 && "$out" == *'"GPUBIND_BOUND":"1"'* && "$out" != *GPUBIND_GPUS* ]] &&
+  ok "gpus_without_gres=node: srun --gres=none in a GPU job still gets no GPU" || bad "node, --gres=none" "$out"
+"$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
 run sbatch --wait -N1 -n1 --gpu-bind-auto -o "$dir/batch2.out" --wrap "$check --json"
 out=$(cat "$dir/batch2.out" 2>/dev/null)
 [[ $rc -eq 0 && "$out" != *GPUBIND_BOUND* ]] && ok "the batch script itself is left alone" || bad "batch step" "$out"
@@ -239,10 +256,12 @@ run srun -N1 -n2 --gpus=2 --cpu-bind=verbose --gpu-bind-auto "$check" --json
 [[ $(lines_with "given: tasks keep") -eq 0 ]] && ok "--cpu-bind=verbose alone binds nothing: gpubind binds" ||
   bad "--cpu-bind=verbose" "$out"
 run srun -N1 -n2 --gpus=2 --gpu-bind=none --gpu-bind-auto "$check" --json
-# Slurm sets no visibility variable under --gpu-bind=none; gpubind sets none either.
-[[ $(grep -c '_VISIBLE_DEVICES' <<<"$out") -eq 0 && $(grep -c '"GPUBIND_GPUS"' <<<"$out") -eq 2 &&
+# Slurm 22.05 sets no visibility variable under --gpu-bind=none, 24.11 the step's list: either
+# way every task keeps what Slurm set, the same for both.
+rocr() { field ROCR_VISIBLE_DEVICES "$(grep "\"rank\":\"$1\"" <<<"$out")"; }
+[[ "$(rocr 0)" == "$(rocr 1)" && "$(rocr 0)" != 0 && $(grep -c '"GPUBIND_GPUS"' <<<"$out") -eq 2 &&
   $(lines_with "--gpu-bind=none given") -eq 1 ]] &&
-  ok "--gpu-bind=none: no GPU visibility variable set, GPUBIND_GPUS names each task's near GPU" ||
+  ok "--gpu-bind=none: the GPU visibility variables stay Slurm's, GPUBIND_GPUS names each task's near GPU" ||
   bad "--gpu-bind=none" "$out"
 "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback override_explicit=yes
 run srun -N1 -n2 --gpus=2 --cpu-bind=map_cpu:1,0 --gpu-bind-auto "$check" --json

@@ -431,5 +431,20 @@ TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
   EXPECT_EQ(without_gpu_visibility(task).env.size(), task.env.size() - 1);
 }
 
+TEST(SiteArgs, GpusWithoutGres) {
+  EXPECT_FALSE(parse_site_args({})->gpus_without_gres_node) << "none by default";
+  EXPECT_TRUE(parse_site_args({"gpus_without_gres=node"})->gpus_without_gres_node);
+  EXPECT_FALSE(parse_site_args({"gpus_without_gres=none"})->gpus_without_gres_node);
+  EXPECT_FALSE(parse_site_args({"gpus_without_gres=all"}));
+}
+
+TEST(StepEnv, OnlyAStepSlurmSaysNothingAboutHasUnknownGpus) {
+  EXPECT_TRUE(slurm_says_nothing_about_gpus(env_of({{"SLURM_JOB_ID", "7"}})));
+  EXPECT_FALSE(slurm_says_nothing_about_gpus(env_of({{"SLURM_JOB_GPUS", "0,1"}})))
+      << "--gres=none in a job with GPUs: Slurm says the step has none";
+  EXPECT_FALSE(slurm_says_nothing_about_gpus(env_of({{"CUDA_VISIBLE_DEVICES", "0"}})));
+  EXPECT_FALSE(slurm_says_nothing_about_gpus(env_of({{"SLURM_GPUS_ON_NODE", "0"}})));
+}
+
 }  // namespace
 }  // namespace gpubind::spank
