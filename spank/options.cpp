@@ -56,7 +56,13 @@ const char* user_flags_help() {
          "  no-nic-env   leave NIC variables (NCCL_SOCKET_IFNAME, MPICH_OFI_NIC_*...) alone\n"
          "  omp          also set OMP_PLACES=cores and OMP_PROC_BIND=close\n"
          "  help         this text\n"
-         "Also set by SLURM_GPU_BIND_AUTO=FLAGS. Check a binding with gpubind-check.\n";
+         "Flags follow '=' with no space: --gpu-bind-auto=verbose,order=cpu (a space makes\n"
+         "srun read them as the command). On sbatch/salloc they apply to every step of the\n"
+         "job; srun's own flags win over the job's, and SLURM_GPU_BIND_AUTO=FLAGS applies\n"
+         "where neither is given. Where the site binds by default, --gpu-bind-auto=off opts out.\n"
+         "An explicit --cpu-bind keeps Slurm's CPU binding, --gpu-bind=none Slurm's GPU\n"
+         "variables, and GPUs Slurm gives each task (--gpu-bind=map_gpu..., --gpus-per-task)\n"
+         "are kept: gpubind binds the rest next to them. Check a binding with gpubind-check.\n";
 }
 
 Result<UserFlags> parse_user_flags(const std::string& raw) {

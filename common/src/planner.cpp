@@ -235,8 +235,10 @@ Status Planner::find_usable_cores() {
   if (usable_.empty()) {
     std::string step = "CPUs " + (allowed & all).to_list();
     if (request_.allowed_cores) step += " on cores " + request_.allowed_cores->to_list();
-    return make_error("no usable CPUs: the step's " + step + " are all reserved (" +
-                      reserved.to_list() + ")");
+    // Only the reserved CPUs the step holds: the node's whole reserved list says nothing here.
+    return make_error("no usable CPUs: the step's " + step +
+                      " are all reserved by the site policy (reserved: " +
+                      (allowed & all & reserved).to_list() + ")");
   }
   split_cores_into_threads();
   core_owners_.assign(usable_.size(), 0);

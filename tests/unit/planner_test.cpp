@@ -425,6 +425,7 @@ TEST(PlannerErrors, BadRequestsAreRefusedWithAReason) {
   r = tasks(1);
   r.allowed_cpus = CpuSet::of({0, 8, 64});
   expect_error(r, "no usable CPUs");
+  expect_error(r, "(reserved: 0,8,64)");  // only the step's reserved CPUs, not the node's 16
   r = tasks(1);
   r.cpus_per_task = -1;
   expect_error(r, "cpus-per-task must not be negative");

@@ -446,5 +446,13 @@ TEST(StepEnv, OnlyAStepSlurmSaysNothingAboutHasUnknownGpus) {
   EXPECT_FALSE(slurm_says_nothing_about_gpus(env_of({{"SLURM_GPUS_ON_NODE", "0"}})));
 }
 
+TEST(UserFlags, HelpSaysHowFlagsAreGivenAndWhatWins) {
+  const std::string help = user_flags_help();
+  for (const char* needed :
+       {"--gpu-bind-auto=verbose,order=cpu", "every step of the\njob", "srun's own flags win",
+        "SLURM_GPU_BIND_AUTO", "--cpu-bind", "--gpu-bind=none", "--gpus-per-task", "=off"})
+    EXPECT_NE(help.find(needed), std::string::npos) << needed;
+}
+
 }  // namespace
 }  // namespace gpubind::spank
