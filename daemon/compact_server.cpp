@@ -81,8 +81,13 @@ Result<std::string> answer(const std::string& text, BinderService& service) {
   proto.set_job_id(step->job_id);
   proto.set_step_id(step->step_id);
   v1::PlanResponse response;
+  const StatePtr state = service.state();
   if (auto status = service.answer(proto, response); !status) return status.error();
-  return spank::encode(spank::to_step_plan(api::plan_from_proto(response), "daemon"));
+  // The localities are named from the topology the plan was made on (none across a reload).
+  const Topology* topology = response.topology_generation() == state->topology_generation
+                                 ? &state->node.topology
+                                 : nullptr;
+  return spank::encode(spank::to_step_plan(api::plan_from_proto(response), "daemon", topology));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 namespace gpubind::spank {
 
 int local_post_opt(spank_t) {
+  local_components(spank_context());
   const PluginState& s = state();
   if (s.option_given) return 0;  // checked by the option callback
   const char* from_env = std::getenv(kUserEnv);
@@ -44,24 +45,60 @@ std::vector<std::string> own_arguments() {
   return args;
 }
 
+// What an outer step (or an earlier srun of a batch script) left must not speak for this srun.
+void forget_inherited_component_vars() {
+  if (const char* old = std::getenv(kHetEnv)) {
+    const int count = std::atoi(old);
+    for (int k = 0; k < count && k < 1024; ++k) {
+      unsetenv((kHetFlagsEnv + std::to_string(k)).c_str());
+      unsetenv((std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str());
+    }
+    unsetenv(kHetEnv);
+  }
+  unsetenv(kExplicitEnv);
+}
+
+// srun of a heterogeneous step: each component's own --gpu-bind-auto flags and explicit binding
+// (Slurm hands every component the same option value). Done right after option parsing: srun
+// copies the first component's environment before local_user_init runs.
+void pass_components(const std::vector<LauncherComponent>& components) {
+  setenv(kHetEnv, std::to_string(components.size()).c_str(), 1);
+  for (size_t k = 0; k < components.size(); ++k) {
+    if (components[k].flags)
+      setenv((kHetFlagsEnv + std::to_string(k)).c_str(), components[k].flags->c_str(), 1);
+    if (components[k].binding.any())
+      setenv((std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str(),
+             encode_explicit(components[k].binding).c_str(), 1);
+  }
+}
+
 }  // namespace
 
-// srun, once the step is about to launch: pass the user's explicit --cpu-bind/--gpu-bind to the
-// step (kExplicitEnv in srun's environment, which the step inherits). srun's options are its
-// arguments before the command Slurm reports as the job's argv.
+void local_components(spank_context_t context) {
+  if (context != S_CTX_LOCAL) return;
+  forget_inherited_component_vars();
+  const std::vector<std::string> args = own_arguments();
+  if (args.empty()) return;
+  // No command boundary is known yet: every argument of each component is read.
+  const std::vector<LauncherComponent> components =
+      launcher_components(std::vector<std::string>(args.begin() + 1, args.end()), 0);
+  if (components.size() > 1) pass_components(components);
+}
+
+// srun of a step of one component, once it is about to launch: pass the user's explicit
+// --cpu-bind/--gpu-bind to the step (kExplicitEnv in srun's environment, which the step
+// inherits). srun's options are its arguments before the command Slurm reports as the job's argv.
 int local_user_init(spank_t sp) {
+  if (std::getenv(kHetEnv)) return 0;  // passed per component already
   int command_argc = 0;
   char** command_argv = nullptr;
   if (spank_get_item(sp, S_JOB_ARGV, &command_argc, &command_argv) != ESPANK_SUCCESS) return 0;
-  std::vector<std::string> args = own_arguments();
-  if (args.empty() || static_cast<int>(args.size()) - 1 < command_argc) return 0;
-  const std::vector<std::string> options(args.begin() + 1, args.end() - command_argc);
-  const ExplicitBinding given = explicit_binding(options);
-  // An outer step's value must not speak for this srun.
-  if (given.any())
-    setenv(kExplicitEnv, encode_explicit(given).c_str(), 1);
-  else
-    unsetenv(kExplicitEnv);
+  const std::vector<std::string> args = own_arguments();
+  if (args.empty()) return 0;
+  const std::vector<LauncherComponent> components =
+      launcher_components(std::vector<std::string>(args.begin() + 1, args.end()), command_argc);
+  if (components.size() == 1 && components[0].binding.any())
+    setenv(kExplicitEnv, encode_explicit(components[0].binding).c_str(), 1);
   return 0;
 }
 

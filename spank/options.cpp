@@ -254,4 +254,31 @@ bool cpu_bind_type_is_explicit(const std::string& type) {
          type.rfind("map_ldom:", 0) == 0 || type.rfind("mask_ldom:", 0) == 0;
 }
 
+std::vector<LauncherComponent> launcher_components(const std::vector<std::string>& args,
+                                                   int first_command_argc) {
+  std::vector<std::vector<std::string>> parts(1);
+  for (const std::string& arg : args) {
+    if (arg == ":")
+      parts.emplace_back();
+    else
+      parts.back().push_back(arg);
+  }
+  // The first component's command is the last first_command_argc of its arguments.
+  std::vector<std::string>& first = parts.front();
+  if (first_command_argc > 0 && static_cast<size_t>(first_command_argc) <= first.size())
+    first.resize(first.size() - static_cast<size_t>(first_command_argc));
+  std::vector<LauncherComponent> components;
+  for (const std::vector<std::string>& options : parts) {
+    LauncherComponent component;
+    component.binding = explicit_binding(options);
+    const std::string option = "--gpu-bind-auto";
+    for (const std::string& arg : options) {
+      if (arg == option) component.flags = "";
+      if (arg.rfind(option + "=", 0) == 0) component.flags = arg.substr(option.size() + 1);
+    }
+    components.push_back(std::move(component));
+  }
+  return components;
+}
+
 }  // namespace gpubind::spank

@@ -45,6 +45,8 @@ struct spank_option* bind_option();
 // Per-context entry points (local.cpp, remote.cpp).
 int local_post_opt(spank_t sp);
 int local_user_init(spank_t sp);
+// srun: each component's flags for a heterogeneous step (from init_post_opt).
+void local_components(spank_context_t context);
 int remote_user_init(spank_t sp);
 int remote_task_init(spank_t sp);
 

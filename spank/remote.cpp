@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -30,11 +31,25 @@ std::optional<std::string> job_env(spank_t sp, const std::string& name) {
   return std::string(buffer);
 }
 
-// --gpu-bind-auto on srun, then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO,
-// then the site default. nullopt: the step did not ask for binding.
+// This job's component of a heterogeneous step, where srun said how many there are.
+std::optional<int> own_het_component(spank_t sp) {
+  const auto count = job_env(sp, kHetEnv);
+  if (!count) return std::nullopt;
+  uint32_t job_id = 0;
+  spank_get_item(sp, S_JOB_ID, &job_id);
+  const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
+  return het_component(env, job_id, std::atoi(count->c_str()));
+}
+
+// --gpu-bind-auto on srun (on this component's part of its command line in a heterogeneous
+// step), then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO, then the site
+// default. nullopt: the step did not ask for binding.
 std::optional<std::string> requested_flags(spank_t sp) {
-  char* optarg = nullptr;
-  if (spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
+  if (const auto component = own_het_component(sp)) {
+    // Slurm gives every component the option's last value: only this component's own counts.
+    if (auto own = job_env(sp, kHetFlagsEnv + std::to_string(*component))) return own;
+  } else if (char* optarg = nullptr;
+             spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
     return std::string(optarg ? optarg : "");
   }
   if (auto from_job = job_env(sp, kOptionEnv)) return from_job;
@@ -176,9 +191,18 @@ std::string slurm_visibility(const EnvLookup& env) {
 // does not keep it.
 ExplicitBinding explicit_binding_of(spank_t sp) {
   ExplicitBinding user;
-  if (auto passed = job_env(sp, kExplicitEnv)) {
-    user = decode_explicit(*passed);
-    spank_unsetenv(sp, kExplicitEnv);
+  const auto component = own_het_component(sp);
+  const std::string own =
+      component ? std::string(kExplicitEnv) + "_" + std::to_string(*component) : kExplicitEnv;
+  if (auto passed = job_env(sp, own)) user = decode_explicit(*passed);
+  // srun's messages to the step: a task keeps none of them.
+  spank_unsetenv(sp, kExplicitEnv);
+  if (const auto count = job_env(sp, kHetEnv)) {
+    for (int k = 0; k < std::atoi(count->c_str()) && k < 1024; ++k) {
+      spank_unsetenv(sp, (kHetFlagsEnv + std::to_string(k)).c_str());
+      spank_unsetenv(sp, (std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str());
+    }
+    spank_unsetenv(sp, kHetEnv);
   }
   const auto type = job_env(sp, "SLURM_CPU_BIND_TYPE");
   if (user.cpu.empty() && type && cpu_bind_type_is_explicit(*type)) {
@@ -262,6 +286,14 @@ int remote_task_init(spank_t sp) {
   uint32_t global_id = 0;
   spank_get_item(sp, S_TASK_ID, &local_id);
   spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id);
+  // In a heterogeneous step Slurm's task id counts within the component; SLURM_PROCID is the
+  // rank the user's program sees across all components.
+  if (auto procid = job_env(sp, "SLURM_PROCID")) {
+    char* end = nullptr;
+    const unsigned long rank = std::strtoul(procid->c_str(), &end, 10);
+    if (!procid->empty() && *end == '\0' && rank <= UINT32_MAX)
+      global_id = static_cast<uint32_t>(rank);
+  }
   if (!s.planned) {
     if (s.site.on_error == OnError::kFail) {
       slurm_error("gpubind: cannot bind task %u: %s", global_id, s.failure.c_str());

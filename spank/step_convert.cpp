@@ -71,7 +71,7 @@ StepRequest to_step_request(const PlanRequest& request) {
   return step;
 }
 
-StepPlan to_step_plan(const Plan& plan, const std::string& source) {
+StepPlan to_step_plan(const Plan& plan, const std::string& source, const Topology* topology) {
   StepPlan out;
   out.source = source;
   out.warnings = plan.warnings;
@@ -83,7 +83,11 @@ StepPlan to_step_plan(const Plan& plan, const std::string& source) {
     binding.l3 = task.l3;
     for (const TaskGpu& gpu : task.gpus) {
       if (!binding.gpus.empty()) binding.gpus += " ";
-      binding.gpus += gpu.pci.empty() ? gpu.token : gpu.token + " (" + gpu.pci + ")";
+      std::string about = gpu.pci;
+      if (topology && gpu.gpu >= 0 && gpu.gpu < static_cast<int>(topology->gpus.size())) {
+        about += (about.empty() ? "" : ", ") + describe_locality(topology->gpus[gpu.gpu].locality);
+      }
+      binding.gpus += about.empty() ? gpu.token : gpu.token + " (" + about + ")";
       binding.tokens += (binding.tokens.empty() ? "" : ",") + gpu.token;
       binding.vendor = vendor_name(gpu.vendor);
     }

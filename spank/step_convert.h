@@ -12,6 +12,9 @@ namespace gpubind::spank {
 Result<PlanRequest> to_plan_request(const StepRequest& step);
 // The other way, for tools that speak the compact protocol as the plugin does (gpubindctl bench).
 StepRequest to_step_request(const PlanRequest& request);
-StepPlan to_step_plan(const Plan& plan, const std::string& source);
+// With the topology the plan was made on, each GPU of the verbose line names its locality
+// ("0 (0000:c1:00.0, L3 6)"); without it, only its bus id.
+StepPlan to_step_plan(const Plan& plan, const std::string& source,
+                      const Topology* topology = nullptr);
 
 }  // namespace gpubind::spank

@@ -197,6 +197,16 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
   return updates;
 }
 
+std::optional<int> het_component(const EnvLookup& env, unsigned long job_id, int components) {
+  const std::string id = std::to_string(job_id);
+  for (int k = 0; k < components && k < 1024; ++k) {
+    for (const char* prefix : {"SLURM_JOB_ID_HET_GROUP_", "SLURM_JOB_ID_PACK_GROUP_"}) {
+      if (env(prefix + std::to_string(k)) == id) return k;
+    }
+  }
+  return std::nullopt;
+}
+
 bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_GPUS",
                            "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "CUDA_VISIBLE_DEVICES",

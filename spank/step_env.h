@@ -33,6 +33,11 @@ StepGpus step_gpus_from_env(const EnvLookup& env);
 // no GPUs in a job with GPUs (--gres=none) still has SLURM_JOB_GPUS: it is not such a step.
 bool slurm_says_nothing_about_gpus(const EnvLookup& env);
 
+// Which component of a heterogeneous step this job is (Slurm's SLURM_JOB_ID_HET_GROUP_K, or
+// SLURM_JOB_ID_PACK_GROUP_K before 20.11's renaming, equal to its own job id); nullopt for a
+// step of one component or where the variables do not say.
+std::optional<int> het_component(const EnvLookup& env, unsigned long job_id, int components);
+
 // The count in SLURM_GPUS_PER_TASK ("2" or "a100:2"), SLURM_NTASKS_PER_GPU, SLURM_CPUS_PER_TASK;
 // 0 when unset or unreadable.
 int count_from_env(const EnvLookup& env, const std::string& name);

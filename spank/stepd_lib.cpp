@@ -28,7 +28,7 @@ Result<StepPlan> plan_in_process(const StepRequest& step, const PlanRequest& req
   if (!node) return node.error();
   auto plan = make_plan(node->topology, node->policy, request);
   if (!plan) return plan.error();
-  return to_step_plan(*plan, "fallback");
+  return to_step_plan(*plan, "fallback", &node->topology);
 }
 
 Result<StepPlan> plan_step(const std::string& text) {

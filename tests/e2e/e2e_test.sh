@@ -71,7 +71,7 @@ else
   [[ "$out" == *"share cores"* && "$out" != *ROCR_VISIBLE_DEVICES* ]] &&
     ok "-n4 on $ncpus CPUs warns that cores are shared, sets no GPU" || bad "-n4 share warning" "$out"
 fi
-run srun -N2 -n4 --gpus-per-node=2 --gpu-bind-auto "$check" --json
+run srun -N2 -n4 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind-auto "$check" --json
 check_tasks "-N2 -n4 bound on both nodes" 4
 [[ $(grep -c '"node":"n1"' <<<"$out") -eq 2 && $(grep -c '"node":"n2"' <<<"$out") -eq 2 ]] &&
   ok "-N2 spreads 2 tasks per node" || bad "-N2 layout" "$out"
@@ -82,7 +82,7 @@ planned=$(sed -nE 's/^gpubind: .* rank ([0-9]+) \(local [0-9]+\): cpus ([0-9,-]+
 actual=$(grep '^{' <<<"$out" | sed -nE 's/.*"rank":"([0-9]+)".*"cpus":"([^"]*)".*/\1 \2/p' | sort)
 [[ -n "$planned" && "$planned" == "$actual" ]] && ok "verbose table matches the applied affinity" ||
   bad "verbose vs applied" "planned: $planned" "actual: $actual" "$out"
-[[ "$out" == *"GPU 0 (0000:40:00.0), NIC hsn0 [daemon]"* ]] && ok "verbose shows GPU, bus id, NIC, source" ||
+[[ "$out" == *"GPU 0 (0000:40:00.0, L3 0), NIC hsn0 [daemon]"* ]] && ok "verbose shows GPU, bus id, NIC, source" ||
   bad "verbose format" "$out"
 
 # One task with two GPUs (a worker per GPU): the NICs of both, threads per worker.
@@ -97,7 +97,7 @@ ncpu_task=$(sed -nE 's/.*"GPUBIND_CPUS":"([^"]*)".*/\1/p' <<<"$json" | tr ',' '\
 # Exactly one daemon request per step and node, whatever the task count.
 requests() { "$build/bin/gpubindctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
 before=$(requests)
-run srun -N2 -n4 --gpus-per-node=2 --gpu-bind-auto true
+run srun -N2 -n4 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind-auto true
 after=$(requests)
 [[ $rc -eq 0 && $((after - before)) -eq 2 ]] && ok "one daemon request per step per node (2 nodes, 4 tasks: 2)" ||
   bad "requests per step: $before -> $after" "$out"
@@ -268,6 +268,19 @@ run srun -N1 -n2 --gpus=2 --cpu-bind=map_cpu:1,0 --gpu-bind-auto "$check" --json
 [[ "$(cpus_of_rank 0)" == 0 && $(lines_with "given: tasks keep") -eq 0 ]] &&
   ok "override_explicit=yes: the site's gpubind binding replaces --cpu-bind" || bad "override_explicit" "$out"
 "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+
+# --- heterogeneous steps: each component takes its own flags --------------------------------------
+run srun -N1 -n1 --gpus=1 --gpu-bind-auto=verbose "$check" --json : -N1 -n2 --gpus=2 "$check" --json
+[[ $rc -eq 0 && $(grep -c '"GPUBIND_BOUND":"1"' <<<"$out") -eq 1 &&
+  "$(grep '"GPUBIND_BOUND":"1"' <<<"$out")" == *'"rank":"0"'* && $(lines_with "^gpubind: .* rank 0 (local 0)") -eq 1 &&
+  $(lines_with "^gpubind: .* rank [12] ") -eq 0 && $(grep -c SLURM_GPUBIND <<<"$out") -eq 0 ]] &&
+  ok "het step: the first component's --gpu-bind-auto=verbose binds only its own task" || bad "het step, first" "$out"
+run srun -N1 -n1 --gpus=1 "$check" --json : -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
+[[ $rc -eq 0 && $(grep -c '"GPUBIND_BOUND":"1"' <<<"$out") -eq 2 &&
+  $(grep '"rank":"0"' <<<"$out" | grep -c GPUBIND_BOUND) -eq 0 &&
+  $(lines_with "^gpubind: .* rank 1 (local 0)") -eq 1 && $(lines_with "^gpubind: .* rank 2 (local 1)") -eq 1 ]] &&
+  ok "het step: the second component's flags bind its tasks; lines name SLURM_PROCID and the local rank" ||
+  bad "het step, second" "$out"
 
 # --- bad flags fail at once, naming the flag -----------------------------------------------------
 run srun -N1 -n1 --gpu-bind-auto=bogus true

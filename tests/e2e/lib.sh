@@ -7,6 +7,8 @@ check=$build/bin/gpubind-check
 ctl=$build/bin/gpubindctl
 passed=0
 failed=0
+# Slurm and lstopo from a slurm-bundle folder (a GPU machine without Slurm installed).
+[[ -z "${GPUBIND_E2E_SLURM_DIR:-}" ]] || export PATH=$GPUBIND_E2E_SLURM_DIR/bin:$GPUBIND_E2E_SLURM_DIR/sbin:$PATH
 
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
@@ -16,8 +18,6 @@ bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((fai
 e2e_require_cluster() {
   if [[ $(id -u) -ne 0 ]]; then echo "e2e tests need root (munged, slurmd): skipped"; exit 77; fi
   local cmd
-  # Slurm from a slurm-bundle folder (a GPU machine without Slurm installed).
-  [[ -z "${GPUBIND_E2E_SLURM_DIR:-}" ]] || export PATH=$GPUBIND_E2E_SLURM_DIR/bin:$GPUBIND_E2E_SLURM_DIR/sbin:$PATH
   if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
     # Another release, from its root (scripts/test --slurm makes it): that root must be there.
     [[ -f "$("$here/slurm-root" path "$GPUBIND_E2E_SLURM")/.gpubind-root" ]] ||
@@ -46,7 +46,9 @@ e2e_start_cluster() {  # e2e_start_cluster NAME NODES [slurm-cluster start optio
 
 e2e_no_node_drained() {
   local states
-  states=$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')
+  # "plnd" (planned by the backfill scheduler, left on idle nodes after a heterogeneous job until
+  # its next pass) is idle too.
+  states=$(sinfo -h -o '%t' | sed 's/^plnd$/idle/' | sort -u | tr '\n' ' ')
   [[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
 }
 

@@ -5,7 +5,8 @@
 # cuDeviceGetPCIBusId, or HIP's) compared with the GPU gpubind planned for that task, and the
 # task's CPU affinity with the CPUs it planned. Then the same with the daemon stopped (the
 # fallback discovers the node inside slurmstepd). Skipped where there are no GPU device files or
-# no driver answers. GPUBIND_E2E_SLURM_DIR=DIR runs Slurm from a slurm-bundle folder.
+# no driver answers. GPUBIND_E2E_SLURM_DIR=DIR runs Slurm from a slurm-bundle folder (as it does
+# for every e2e test).
 # Usage: real_gpus_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -23,7 +24,7 @@ if [[ "$outside" != *'"driver_sees":["'* ]]; then
 fi
 echo "the driver, outside Slurm: $outside"
 
-e2e_start_cluster real-gpus 1 --real-gpus ${GPUBIND_E2E_SLURM_DIR:+--slurm-dir "$GPUBIND_E2E_SLURM_DIR"}
+e2e_start_cluster real-gpus 1 --real-gpus
 socket=$dir/run/gpubind.sock
 
 # The daemon's live topology holds the GPUs the driver enumerates, by bus id, and no other.

@@ -31,7 +31,8 @@ one_task() {
 [[ "$(one_task --hint=nomultithread --gpu-bind-auto=smt=2)" == "2 2" ]] &&
   ok "the user's smt flag wins over the step's thread choice" || bad "smt flag" "$(one_task --gpu-bind-auto=smt=2)"
 
-out=$(timeout 60 srun -N1 -n2 --gpus=2 --gpu-bind-auto "$check" --json 2>&1)
+# --overcommit: Slurm gives the step one core for both tasks, whatever the machine's size.
+out=$(timeout 60 srun -N1 -n2 --overcommit --gpus=2 --gpu-bind-auto "$check" --json 2>&1)
 cpus=$(grep '^{' <<<"$out" | sed -nE 's/.*"GPUBIND_CPUS":"([^"]*)".*/\1/p' | sort)
 [[ $(grep -c . <<<"$cpus") -eq 2 && $(uniq -d <<<"$cpus" | grep -c .) -eq 0 &&
   $(ncpus "$(head -1 <<<"$cpus")") -eq 1 ]] &&

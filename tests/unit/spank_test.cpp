@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "../support/fixtures.h"
 #include "../support/requests.h"
 #include "options.h"
 #include "step_convert.h"
@@ -452,6 +453,54 @@ TEST(UserFlags, HelpSaysHowFlagsAreGivenAndWhatWins) {
        {"--gpu-bind-auto=verbose,order=cpu", "every step of the\njob", "srun's own flags win",
         "SLURM_GPU_BIND_AUTO", "--cpu-bind", "--gpu-bind=none", "--gpus-per-task", "=off"})
     EXPECT_NE(help.find(needed), std::string::npos) << needed;
+}
+
+TEST(StepConvert, TheVerboseLineNamesEachGpusLocality) {
+  const Topology& lumi = gpubind::testing::fixture("lumi-g");
+  PlanRequest request;
+  request.ntasks = 8;
+  auto plan = make_plan(lumi, SitePolicy{}, request);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(to_step_plan(*plan, "daemon", &lumi).tasks[0].gpus, "0 (0000:c1:00.0, L3 6)");
+  EXPECT_EQ(to_step_plan(*plan, "daemon").tasks[0].gpus, "0 (0000:c1:00.0)")
+      << "without the topology (across a reload), the bus id alone";
+}
+
+TEST(LauncherComponents, EachComponentHasItsOwnFlagsAndBinding) {
+  // srun -n1 --gpu-bind-auto=verbose echo a : -n2 --cpu-bind=cores --gpu-bind-auto echo b : -n1
+  // true
+  const std::vector<std::string> args = {"-n1",
+                                         "--gpu-bind-auto=verbose",
+                                         "echo",
+                                         "a",
+                                         ":",
+                                         "-n2",
+                                         "--cpu-bind=cores",
+                                         "--gpu-bind-auto",
+                                         "echo",
+                                         "b",
+                                         ":",
+                                         "-n1",
+                                         "true"};
+  const auto components = launcher_components(args, 2);
+  ASSERT_EQ(components.size(), 3u);
+  EXPECT_EQ(components[0].flags, "verbose");
+  EXPECT_FALSE(components[0].binding.any());
+  EXPECT_EQ(components[1].flags, "") << "the bare option";
+  EXPECT_EQ(components[1].binding.cpu, "cores");
+  EXPECT_FALSE(components[2].flags);
+  // The first component's command ends its options exactly.
+  const auto one = launcher_components({"-n1", "./app", "--cpu-bind=none"}, 2);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_FALSE(one[0].binding.any()) << "the command's own arguments are not srun's";
+}
+
+TEST(StepEnv, HetComponentFromSlurmsGroupVariables) {
+  auto env = env_of({{"SLURM_JOB_ID_PACK_GROUP_0", "7"}, {"SLURM_JOB_ID_PACK_GROUP_1", "8"}});
+  EXPECT_EQ(het_component(env, 8, 2), 1);
+  EXPECT_EQ(het_component(env, 7, 2), 0);
+  EXPECT_FALSE(het_component(env, 9, 2));
+  EXPECT_EQ(het_component(env_of({{"SLURM_JOB_ID_HET_GROUP_1", "12"}}), 12, 2), 1) << "new names";
 }
 
 }  // namespace
