@@ -102,6 +102,17 @@ after=$(requests)
 [[ $rc -eq 0 && $((after - before)) -eq 2 ]] && ok "one daemon request per step per node (2 nodes, 4 tasks: 2)" ||
   bad "requests per step: $before -> $after" "$out"
 
+# Co-located one-GPU jobs whose GPUs are equally near both NICs do not all get hsn0: a job
+# holding GPU 0 runs, the next one gets GPU 1 and with it the second NIC.
+sbatch -w n1 -N1 -n1 --gpus=1 -o /dev/null --wrap "sleep 60" >/dev/null
+for _ in $(seq 100); do [[ "$(squeue -h -t R | wc -l)" -ge 1 ]] && break; sleep 0.1; done
+run srun -w n1 -N1 -n1 --gpus=1 --gpu-bind-auto "$check" --json
+[[ "$(field GPUBIND_GPU_PCI "$out")" == 0000:41:00.0 && "$(field GPUBIND_NIC "$out")" == hsn1 ]] &&
+  ok "a second one-GPU job on the node (GPU 1) gets the second of two equally near NICs" ||
+  bad "NIC of co-located jobs" "$out"
+scancel --quiet --user="$(id -un)"
+for _ in $(seq 100); do [[ "$(squeue -h | wc -l)" -eq 0 ]] && break; sleep 0.1; done
+
 # --- how binding is asked for --------------------------------------------------------------------
 run env SLURM_GPU_BIND_AUTO=verbose srun -N1 -n2 --gpus=2 "$check" --json
 check_tasks "SLURM_GPU_BIND_AUTO binds" 2

@@ -6,7 +6,7 @@ CPUs that exist; the GPUs and NICs are fakes (AMD MI250X GCDs with rsmiN devices
 hsnN NICs), spread over the packages and placed under each package's L3.
 
 Usage: make_node_topology.py OUTPUT.xml [--gpus N] [--nics N] [--hostname NAME]
-                             [--threads-per-core N]
+                             [--threads-per-core N] [--split N]
 """
 import argparse
 import os
@@ -52,10 +52,25 @@ def as_threads(core_pus, threads_per_core):
     return [pus[i:i + threads_per_core] for i in range(0, len(pus), threads_per_core)]
 
 
-def build(gpus, nics, hostname, threads_per_core=0):
+def split_into(packages, count):
+    """All the machine's cores regrouped into `count` packages of consecutive cores (each its own
+    NUMA node and L3), as on a node with several GPU domains."""
+    vendor, model, _ = packages[0]
+    cores = [pus for _, _, core_pus in packages for pus in core_pus]
+    if count < 1 or count > len(cores):
+        sys.exit(f"--split {count}: this machine has {len(cores)} cores")
+    size = len(cores) // count
+    groups = [cores[i * size:(i + 1) * size] for i in range(count)]
+    groups[-1] += cores[count * size:]
+    return [(vendor, model, group) for group in groups]
+
+
+def build(gpus, nics, hostname, threads_per_core=0, split=0):
     packages = live_packages()
     if threads_per_core:
         packages = [(v, m, as_threads(c, threads_per_core)) for v, m, c in packages]
+    if split:
+        packages = split_into(packages, split)
     objs = []
     gpu_of_package = [[] for _ in packages]
     for gpu in range(gpus):
@@ -85,8 +100,11 @@ def main():
     parser.add_argument("--hostname", default=os.uname().nodename)
     parser.add_argument("--threads-per-core", type=int, default=0,
                         help="present the PUs as cores of N hardware threads (0: as they are)")
+    parser.add_argument("--split", type=int, default=0,
+                        help="present the cores as N packages (NUMA node + L3 each), GPUs and "
+                             "NICs dealt over them in turn (0: the machine's own packages)")
     args = parser.parse_args()
-    text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core))
+    text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core, args.split))
     with open(args.output, "w", encoding="utf-8") as f:
         f.write(text)
 
