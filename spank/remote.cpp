@@ -224,6 +224,12 @@ std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
     step_indices.push_back(gpu.first);
   const auto choice = slurm_task_gpus(env, step_indices, local_id, s.local_tasks);
   if (!choice) return std::nullopt;
+  if (!choice->identified) {
+    // Which GPUs these are cannot be told here: the task keeps Slurm's binding altogether.
+    KeptBinding untouched;
+    untouched.slurm_binding_only = true;
+    return untouched;
+  }
   KeptBinding kept = keep_slurm_gpus(s.plan, s.step_gpus, *choice, local_id, slurm_visibility(env));
   if (kept.task.cpus.empty()) return std::nullopt;
   // Said once for each group of tasks given the same GPUs (once per node where not counted).
@@ -308,6 +314,12 @@ int remote_task_init(spank_t sp) {
   }
   // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
   const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
+  if (kept && kept->slurm_binding_only) {
+    say_once(local_id,
+             "Slurm chose each task's GPUs (--gpu-bind) in a way that cannot be told "
+             "apart here: the tasks keep Slurm's CPU and GPU binding");
+    return 0;
+  }
   TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];
   // So does the user's explicit --cpu-bind or --gpu-bind=none, unless the site forces gpubind's.
   const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;

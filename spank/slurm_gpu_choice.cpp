@@ -176,14 +176,18 @@ std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
   choice.gpus = *gpus;
   choice.binding = gpu_binding(task_env("SLURMD_TRES_BIND"));
   const auto map = slurm_gpu_map(choice.binding, step_gpus, local_tasks);
-  // Counted only where the computed choice is what Slurm really gave this task.
-  if (map && local_id >= 0 && local_id < local_tasks && sorted((*map)[local_id]) == sorted(*gpus)) {
-    choice.same_before = choice.same_total = 0;
-    for (int task = 0; task < local_tasks; ++task) {
-      if (sorted((*map)[task]) != sorted(*gpus)) continue;
-      ++choice.same_total;
-      if (task < local_id) ++choice.same_before;
-    }
+  if (!map || local_id < 0 || local_id >= local_tasks) return choice;  // not identified
+  // Under ConstrainDevices a narrowed task's variables number its own devices from 0, so they
+  // cannot name the GPU; Slurm's binding does. The count must agree.
+  const std::vector<int> computed = sorted((*map)[local_id]);
+  if (computed.size() != gpus->size()) return choice;
+  choice.gpus = (*map)[local_id];
+  choice.identified = true;
+  choice.same_before = choice.same_total = 0;
+  for (int task = 0; task < local_tasks; ++task) {
+    if (sorted((*map)[task]) != computed) continue;
+    ++choice.same_total;
+    if (task < local_id) ++choice.same_before;
   }
   return choice;
 }

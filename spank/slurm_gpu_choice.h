@@ -16,16 +16,20 @@
 namespace gpubind::spank {
 
 struct SlurmTaskGpus {
-  std::vector<int> gpus;  // the task's node GPU indices, as Slurm lists them
-  std::string binding;    // Slurm's GPU binding, "map_gpu:1,0", "per_task:2" ("" if not said)
-  // Local tasks before this one, and in all, that Slurm gave exactly these GPUs; -1 where the
-  // binding is not one whose per-task choice can be computed here (closest, single).
+  // The task's node GPU indices: from Slurm's binding where it can be computed (map_gpu,
+  // mask_gpu, per_task), and then `identified`. Otherwise (closest, single) what the task's
+  // SLURM_STEP_GPUS lists, which under ConstrainDevices numbers the task's own devices from 0
+  // and so does not say which GPUs they are.
+  std::vector<int> gpus;
+  bool identified = false;
+  std::string binding;  // Slurm's GPU binding, "map_gpu:1,0", "per_task:2" ("" if not said)
+  // Local tasks before this one, and in all, that Slurm gave exactly these GPUs (identified only).
   int same_before = -1;
   int same_total = -1;
 };
 
-// The task's own GPUs when Slurm chose them per task (the task's SLURM_STEP_GPUS differs from the
-// step's `step_gpus`); nullopt when every task has the step's GPUs.
+// Whether Slurm chose this task's GPUs per task (the task's SLURM_STEP_GPUS differs from the
+// step's `step_gpus`), and which; nullopt when every task has the step's GPUs.
 std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
                                              const std::vector<int>& step_gpus, int local_id,
                                              int local_tasks);
@@ -40,6 +44,9 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
 struct KeptBinding {
   TaskBinding task;  // what to apply: the GPU visibility variables left as Slurm set them
   bool cores_may_be_shared = false;
+  // Slurm's choice cannot be identified (--gpu-bind=closest or single under ConstrainDevices,
+  // say): the task keeps Slurm's whole binding and gpubind applies nothing.
+  bool slurm_binding_only = false;
 };
 
 // The binding for local task `local_id` whose GPUs Slurm chose: the CPUs, NUMA node, NIC and

@@ -54,20 +54,36 @@ TEST(SlurmTaskGpus, OnlyWhereSlurmNarrowedTheTask) {
       task_env({{"SLURM_STEP_GPUS", "1"}, {"SLURMD_TRES_BIND", "gpu:verbose,map_gpu:1,0,1"}}), step,
       2, 3);
   ASSERT_TRUE(choice);
+  EXPECT_TRUE(choice->identified);
   EXPECT_EQ(choice->gpus, std::vector<int>{1});
   EXPECT_EQ(choice->binding, "map_gpu:1,0,1");
   EXPECT_EQ(choice->same_before, 1) << "task 0 has GPU 1 too";
   EXPECT_EQ(choice->same_total, 2);
 
-  // A computed choice that is not what the task got is not trusted.
+  // Under ConstrainDevices the task's own list numbers its devices from 0: rank 0 of
+  // map_gpu:1,0 lists "0" and holds GPU 1. Slurm's binding names it.
   choice = slurm_task_gpus(
       task_env({{"SLURM_STEP_GPUS", "0"}, {"SLURMD_TRES_BIND", "gpu:map_gpu:1,0"}}), step, 0, 2);
   ASSERT_TRUE(choice);
-  EXPECT_EQ(choice->same_before, -1);
+  EXPECT_TRUE(choice->identified);
+  EXPECT_EQ(choice->gpus, std::vector<int>{1});
+  // per_task:2, rank 1 of 2 on 4 GPUs lists "0,1" and holds GPUs 2 and 3.
+  choice = slurm_task_gpus(
+      task_env({{"SLURM_STEP_GPUS", "0,1"}, {"SLURMD_TRES_BIND", "gpu:per_task:2"}}),
+      std::vector<int>{0, 1, 2, 3}, 1, 2);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->gpus, (std::vector<int>{2, 3}));
+  // closest and single depend on CPU affinities: not identified, whatever the list says.
   choice = slurm_task_gpus(
       task_env({{"SLURM_STEP_GPUS", "0"}, {"SLURMD_TRES_BIND", "gpu:closest"}}), step, 0, 2);
   ASSERT_TRUE(choice);
+  EXPECT_FALSE(choice->identified);
   EXPECT_EQ(choice->same_total, -1);
+  // A count that disagrees with the binding is not trusted either.
+  choice = slurm_task_gpus(
+      task_env({{"SLURM_STEP_GPUS", "0"}, {"SLURMD_TRES_BIND", "gpu:mask_gpu:0x3"}}), step, 0, 1);
+  ASSERT_TRUE(choice);
+  EXPECT_FALSE(choice->identified);
 }
 
 // A plan of four tasks on two GPUs (tokens "0", "1"), two tasks each, NVIDIA.
@@ -111,7 +127,7 @@ TEST(KeepSlurmGpus, EachTaskTakesAPlannedTaskOfItsOwnGpu) {
   // map_gpu:1,0,1,0: tasks 0 and 2 on GPU 1, tasks 1 and 3 on GPU 0.
   std::vector<std::string> cpus;
   for (int local = 0; local < 4; ++local) {
-    SlurmTaskGpus choice{{local % 2 == 0 ? 1 : 0}, "map_gpu:1,0", local / 2, 2};
+    SlurmTaskGpus choice{{local % 2 == 0 ? 1 : 0}, true, "map_gpu:1,0", local / 2, 2};
     const KeptBinding kept = keep_slurm_gpus(plan, kTable, choice, local, "0");
     EXPECT_FALSE(kept.cores_may_be_shared);
     cpus.push_back(kept.task.cpus);
@@ -131,12 +147,12 @@ TEST(KeepSlurmGpus, EachTaskTakesAPlannedTaskOfItsOwnGpu) {
 
 TEST(KeepSlurmGpus, MoreTasksOnAGpuThanPlannedShareItsCoresAndSaySo) {
   const StepPlan plan = two_gpu_plan();
-  SlurmTaskGpus choice{{0}, "map_gpu:0", 2, 4};  // every task on GPU 0
+  SlurmTaskGpus choice{{0}, true, "map_gpu:0", 2, 4};  // every task on GPU 0
   KeptBinding kept = keep_slurm_gpus(plan, kTable, choice, 2, "0");
   EXPECT_TRUE(kept.cores_may_be_shared);
   EXPECT_EQ(kept.task.cpus, "0-3");
   // Not counted (closest, single): still the GPU's cores, said to be possibly shared.
-  kept = keep_slurm_gpus(plan, kTable, SlurmTaskGpus{{1}, "closest", -1, -1}, 1, "1");
+  kept = keep_slurm_gpus(plan, kTable, SlurmTaskGpus{{1}, false, "closest", -1, -1}, 1, "1");
   EXPECT_TRUE(kept.cores_may_be_shared);
   EXPECT_TRUE(kept.task.cpus == "8-11" || kept.task.cpus == "12-15");
 }
@@ -144,7 +160,7 @@ TEST(KeepSlurmGpus, MoreTasksOnAGpuThanPlannedShareItsCoresAndSaySo) {
 TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsTakeTheCoresOfThoseThatHoldOne) {
   const StepPlan plan = two_gpu_plan();
   const KeptBinding kept =
-      keep_slurm_gpus(plan, kTable, SlurmTaskGpus{{0, 1}, "mask_gpu:0x3", 0, 4}, 0, "0,1");
+      keep_slurm_gpus(plan, kTable, SlurmTaskGpus{{0, 1}, true, "mask_gpu:0x3", 0, 4}, 0, "0,1");
   EXPECT_TRUE(kept.cores_may_be_shared);
   EXPECT_EQ(kept.task.cpus, "0-15");
   EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), "0000:40:00.0,0000:c1:00.0");
