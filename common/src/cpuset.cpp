@@ -232,12 +232,20 @@ bool CpuSet::operator==(const CpuSet& other) const {
 
 std::string CpuSet::to_list() const {
   std::string text;
+  char number[16];
+  auto append = [&](int value) {
+    const auto [end, ec] = std::to_chars(number, number + sizeof number, value);
+    text.append(number, end);
+  };
   int run_start = -1, previous = -2;
   auto close_run = [&] {
     if (run_start < 0) return;
     if (!text.empty()) text.push_back(',');
-    text += std::to_string(run_start);
-    if (previous > run_start) text += "-" + std::to_string(previous);
+    append(run_start);
+    if (previous > run_start) {
+      text.push_back('-');
+      append(previous);
+    }
   };
   for_each([&](int cpu) {
     if (cpu != previous + 1) {

@@ -723,6 +723,7 @@ void Planner::assign_cores() {
     std::vector<int> tasks, weights;
   };
   std::vector<Domain> domains;
+  domains.reserve(step_gpus_.size() + 1);
   auto join = [&](const CpuSet& cpus, int task) {
     auto it = std::find_if(domains.begin(), domains.end(),
                            [&](const Domain& d) { return d.cpus == cpus; });
@@ -752,6 +753,7 @@ void Planner::assign_cores() {
 
   home_share_.assign(ntasks_, 0);
   Region free;
+  free.reserve(usable_.size());
   auto topology_order = [&](int a, int b) {
     const UsableCore &x = usable_[a], &y = usable_[b];
     return std::tie(x.package, x.numa, x.l3, a) < std::tie(y.package, y.numa, y.l3, b);
@@ -1211,7 +1213,7 @@ struct CompiledGroup {
       const EnvTemplate& tmpl = templates[i];
       if (!tmpl.when.empty() && tmpl.when != selector) continue;
       if (auto value = compiled[i].render(values))
-        env.push_back({tmpl.name, std::move(*value), tmpl.only_if_unset});
+        env.emplace_back(tmpl.name, std::move(*value), tmpl.only_if_unset);
     }
   }
 
@@ -1236,22 +1238,22 @@ void Planner::render_env() {
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
-      env.push_back({"OMP_PLACES", "cores", false});
-      env.push_back({"OMP_PROC_BIND", "close", false});
+      env.emplace_back("OMP_PLACES", "cores", false);
+      env.emplace_back("OMP_PROC_BIND", "close", false);
     }
     // Information for users and tools, and the marker that binding was done.
     // The templates are done with the values: these take them.
-    env.push_back({"GPUBIND_BOUND", "1", false});
-    env.push_back({"GPUBIND_LOCAL_RANK", v.take(Placeholder::kLocalRank), false});
-    env.push_back({"GPUBIND_CPUS", v.take(Placeholder::kCpus), false});
+    env.emplace_back("GPUBIND_BOUND", "1", false);
+    env.emplace_back("GPUBIND_LOCAL_RANK", v.take(Placeholder::kLocalRank), false);
+    env.emplace_back("GPUBIND_CPUS", v.take(Placeholder::kCpus), false);
     if (!task.gpus.empty()) {
-      env.push_back({"GPUBIND_GPUS", v.take(Placeholder::kGpus), false});
+      env.emplace_back("GPUBIND_GPUS", v.take(Placeholder::kGpus), false);
       // MIG instances have no bus id of their own here.
       if (std::string pci = v.take(Placeholder::kGpuPci); !pci.empty())
-        env.push_back({"GPUBIND_GPU_PCI", std::move(pci), false});
+        env.emplace_back("GPUBIND_GPU_PCI", std::move(pci), false);
     }
-    if (task.nic >= 0) env.push_back({"GPUBIND_NIC", v.take(Placeholder::kNics), false});
-    if (task.numa >= 0) env.push_back({"GPUBIND_NUMA", v.take(Placeholder::kNuma), false});
+    if (task.nic >= 0) env.emplace_back("GPUBIND_NIC", v.take(Placeholder::kNics), false);
+    if (task.numa >= 0) env.emplace_back("GPUBIND_NUMA", v.take(Placeholder::kNuma), false);
   }
 }
 
