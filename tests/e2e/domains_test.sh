@@ -21,9 +21,10 @@ cpus=$(field GPUBIND_CPUS "$(grep '^{' <<<"$out")")
 [[ $(ncpus "$cpus") -eq 2 ]] && ok "--gpus=2 --cpus-per-gpu=1: the task gets both CPUs Slurm gave it ($cpus)" ||
   bad "--cpus-per-gpu CPUs" "$out"
 
-# Another job holds the first domain's core: this step's task has its GPU there and its core in
-# the other domain. One warning says so; the verbose line names the GPU's domain.
-sbatch -N1 -n1 -o /dev/null --wrap "sleep 60" >/dev/null
+# Another job holds the first domain's cores (the first half of the CPUs): this step's task has
+# its GPU there and its cores in the other domain. One warning says so; the verbose line names the
+# GPU's domain.
+sbatch -N1 -n1 -c $(($(nproc) / 2)) -o /dev/null --wrap "sleep 60" >/dev/null
 for _ in $(seq 100); do [[ "$(squeue -h -t R | wc -l)" -ge 1 ]] && break; sleep 0.1; done
 out=$(timeout 60 srun -N1 -n1 --gpus=1 --gpu-bind-auto=verbose "$check" --json 2>&1)
 [[ $(grep -c "has no CPU in their GPU's domain" <<<"$out") -eq 1 &&
