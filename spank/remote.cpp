@@ -36,7 +36,7 @@ std::optional<int> own_het_component(spank_t sp) {
   const auto count = job_env(sp, kHetEnv);
   if (!count) return std::nullopt;
   uint32_t job_id = 0;
-  spank_get_item(sp, S_JOB_ID, &job_id);
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return std::nullopt;
   const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
   return het_component(env, job_id, std::atoi(count->c_str()));
 }
@@ -93,13 +93,16 @@ Result<StepPlan> plan_in_process(const StepRequest& request) {
   return decode_plan(text);
 }
 
-StepRequest build_request(spank_t sp, const UserFlags& flags) {
+// The step as Slurm describes it; an item Slurm cannot give makes the step unplannable.
+Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   const SiteArgs& site = state().site;
   StepRequest request;
   uint32_t job_id = 0, step_id = 0, ntasks = 1;
-  spank_get_item(sp, S_JOB_ID, &job_id);
-  spank_get_item(sp, S_JOB_STEPID, &step_id);
-  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks);
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+    return make_error("Slurm did not give the step's job id, step id or task count");
+  }
   request.job_id = job_id;
   request.step_id = step_id;
   request.ntasks = static_cast<int>(ntasks);
@@ -269,17 +272,27 @@ int remote_user_init(spank_t sp) {
   gethostname(host, sizeof host - 1);
   s.host = host;
   const std::vector<std::string> early_warnings = s.plan.warnings;
-  const StepRequest request = build_request(sp, s.flags);
-  s.step_gpus = request.gpus;
-  s.local_tasks = request.ntasks;
-  auto plan = plan_step(request);
+  const Result<StepRequest> request = build_request(sp, s.flags);
+  if (!request) {
+    s.failure = request.error().message;
+    slurm_info("gpubind: step %u: no plan: %s", step_id, s.failure.c_str());
+    return 0;
+  }
+  s.step_gpus = request->gpus;
+  s.local_tasks = request->ntasks;
+  auto plan = plan_step(*request);
   if (!plan) {
     s.failure = plan.error().message;
+    slurm_info("gpubind: job %lu step %u: no plan: %s", request->job_id, step_id,
+               s.failure.c_str());
     return 0;
   }
   s.plan = std::move(*plan);
   s.plan.warnings.insert(s.plan.warnings.begin(), early_warnings.begin(), early_warnings.end());
   s.planned = true;
+  // What the plugin decided, for an admin reading slurmd's log (SlurmdDebug=verbose).
+  slurm_verbose("gpubind: job %lu step %u: %d tasks planned by %s, %zu warning(s)", request->job_id,
+                step_id, request->ntasks, s.plan.source.c_str(), s.plan.warnings.size());
   return 0;
 }
 
@@ -288,10 +301,10 @@ int remote_task_init(spank_t sp) {
   const ExplicitBinding user = explicit_binding_of(sp);  // read before anything is cleared
   clear_stale_binding(sp);
   if (!s.bind) return 0;
-  int local_id = 0;
+  int local_id = -1;
   uint32_t global_id = 0;
-  spank_get_item(sp, S_TASK_ID, &local_id);
-  spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id);
+  if (spank_get_item(sp, S_TASK_ID, &local_id) != ESPANK_SUCCESS) local_id = -1;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id) != ESPANK_SUCCESS) global_id = 0;
   // In a heterogeneous step Slurm's task id counts within the component; SLURM_PROCID is the
   // rank the user's program sees across all components.
   if (auto procid = job_env(sp, "SLURM_PROCID")) {
@@ -309,7 +322,14 @@ int remote_task_init(spank_t sp) {
     return 0;
   }
   if (local_id < 0 || local_id >= static_cast<int>(s.plan.tasks.size())) {
-    say_once(local_id, "no plan for local task " + std::to_string(local_id));
+    // Never every task as local task 0: without its own entry a task keeps Slurm's binding.
+    const std::string why = local_id < 0 ? "Slurm did not give the task's local id"
+                                         : "no plan for local task " + std::to_string(local_id);
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
+      return -1;
+    }
+    std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
     return 0;
   }
   // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
@@ -336,6 +356,7 @@ int remote_task_init(spank_t sp) {
   }
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
+  slurm_debug("%s", describe_binding(s.host, global_id, task, s.plan.source).c_str());
   if (s.flags.verbose || s.flags.dry_run) {
     const std::string line = describe_binding(s.host, global_id, task, s.plan.source) +
                              (kept ? " (GPUs chosen by Slurm)" : "") +

@@ -113,6 +113,10 @@ run srun -w n1 -N1 -n1 --gpus=1 --gpu-bind-auto "$check" --json
 scancel --quiet --user="$(id -un)"
 for _ in $(seq 100); do [[ "$(squeue -h | wc -l)" -eq 0 ]] && break; sleep 0.1; done
 
+# slurmd's log says what the plugin decided for each bound step (SlurmdDebug=verbose).
+[[ $(cat "$dir"/log/slurmd-n*.log | grep -c "gpubind: job [0-9]* step [0-9]*: [0-9]* tasks planned by daemon") -ge 1 ]] &&
+  ok "slurmd's log names each bound step's plan" || bad "slurmd log" "$(tail -5 "$dir"/log/slurmd-n1.log)"
+
 # --- how binding is asked for --------------------------------------------------------------------
 run env SLURM_GPU_BIND_AUTO=verbose srun -N1 -n2 --gpus=2 "$check" --json
 check_tasks "SLURM_GPU_BIND_AUTO binds" 2
