@@ -113,8 +113,9 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   if (proto.order() == v1::ORDER_GPU) request.order = Order::kGpu;
   if (proto.order() == v1::ORDER_CPU) request.order = Order::kCpu;
   if (proto.has_smt()) {
-    if (proto.smt() > 64)
-      return make_error("smt " + std::to_string(proto.smt()) + " is out of range (0-64)");
+    if (proto.smt() > static_cast<uint32_t>(protocol::kMaxSmt))
+      return make_error("smt " + std::to_string(proto.smt()) + " is out of range (0-" +
+                        std::to_string(protocol::kMaxSmt) + ")");
     request.smt = static_cast<int>(proto.smt());
   }
   request.gpu_env = !proto.no_gpu_env();

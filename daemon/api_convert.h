@@ -5,17 +5,18 @@
 #include <cstddef>
 
 #include "gpubind/planner.h"
+#include "gpubind/protocol/limits.h"
 #include "gpubind/result.h"
 #include "gpubind/topology.h"
 #include "gpubind/v1/binder.pb.h"
 
 namespace gpubind::api {
 
-// Hard limits on a Plan request (also in binder.proto).
-inline constexpr size_t kMaxRequestBytes = 256 * 1024;
-inline constexpr int kMaxGpus = 1024;
-inline constexpr size_t kMaxTokenBytes = 128;
-inline constexpr size_t kMaxCpuListBytes = 65536;
+// Hard limits on a Plan request: the protocol's (gpubind/protocol/limits.h).
+using protocol::kMaxCpuListBytes;
+using protocol::kMaxGpus;
+using protocol::kMaxRequestBytes;
+using protocol::kMaxTokenBytes;
 
 // Checks the limits and builds the planner's request; the error says which limit.
 Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto);

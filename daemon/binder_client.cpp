@@ -1,4 +1,5 @@
 #include "binder_client.h"
+#include "gpubind/protocol/limits.h"
 
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
@@ -139,7 +140,7 @@ bool read_all(int fd, char* data, size_t size) {
 
 std::string default_socket() {
   const char* env = std::getenv("GPUBIND_SOCKET");
-  return env && *env ? env : "/run/gpubind/gpubind.sock";
+  return env && *env ? env : protocol::kDefaultSocket;
 }
 
 struct BinderClient::Impl {

@@ -9,7 +9,7 @@
 
 #include "api_convert.h"
 #include "binder_service.h"
-#include "compact_protocol.h"
+#include "gpubind/protocol/compact.h"
 #include "log.h"
 #include "step_convert.h"
 

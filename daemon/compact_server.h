@@ -1,4 +1,4 @@
-// gpubindd's side of the compact plan protocol (spank/compact_protocol.h).
+// gpubindd's side of the compact plan protocol (gpubind/protocol/compact.h).
 #pragma once
 
 namespace gpubind::daemon {

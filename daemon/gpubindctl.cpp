@@ -19,6 +19,7 @@
 #include "gpubind/plan_svg.h"
 #include "gpubind/plan_timing.h"
 #include "gpubind/planner.h"
+#include "gpubind/protocol/limits.h"
 
 namespace gpubind::cli {
 namespace {
@@ -85,7 +86,7 @@ Result<PlanRequest> request_from(const Args& args) {
   auto cpt = args.get_int("cpus-per-task", 0, 0, CpuSet::kMaxCpu);
   auto gpt = args.get_int("gpus-per-task", 0, 0, 1024);
   auto tpg = args.get_int("tasks-per-gpu", 0, 0, kMaxTasks);
-  auto smt = args.get_int("smt", -1, 0, 64);
+  auto smt = args.get_int("smt", -1, 0, protocol::kMaxSmt);
   for (const auto* r : {&ntasks, &cpt, &gpt, &tpg, &smt}) {
     if (!*r) return r->error();
   }

@@ -23,6 +23,7 @@
 #include "daemon_state.h"
 #include "gpubind/node.h"
 #include "gpubind/planner.h"
+#include "gpubind/protocol/limits.h"
 #include "listener.h"
 #include "log.h"
 
@@ -30,7 +31,7 @@ namespace gpubind::daemon {
 namespace {
 
 constexpr const char* kDefaultConfig = kDefaultPolicyPath;
-constexpr const char* kDefaultSocket = "/run/gpubind/gpubind.sock";
+constexpr const char* kDefaultSocket = protocol::kDefaultSocket;
 constexpr auto kDrainDeadline = std::chrono::seconds(5);
 constexpr int kMaxGrpcThreads = 32;
 

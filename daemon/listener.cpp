@@ -13,7 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "compact_protocol.h"
+#include "gpubind/protocol/compact.h"
 #include "log.h"
 
 namespace gpubind::daemon {

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "compact_protocol.h"
+#include "gpubind/protocol/compact.h"
 
 namespace gpubind::compact {
 namespace {

@@ -109,7 +109,7 @@ Result<UserFlags> parse_user_flags(const std::string& raw) {
     } else if (name == "smt") {
       other = true;
       if (!has_value) return make_error("flag 'smt' needs a value, e.g. smt=1");
-      auto smt = parse_number(value, 0, 64, "flag 'smt'");
+      auto smt = parse_number(value, 0, protocol::kMaxSmt, "flag 'smt'");
       if (!smt) return smt.error();
       if (flags.smt && *flags.smt != *smt) {
         return make_error("flags 'smt=" + std::to_string(*flags.smt) + "' and '" + flag +

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubind/protocol/limits.h"
 #include "gpubind/result.h"
 
 namespace gpubind::spank {
@@ -36,8 +37,8 @@ const char* user_flags_help();
 // What the site set in plugstack.conf.
 struct SiteArgs {
   bool default_on = false;
-  std::string socket = "/run/gpubind/gpubind.sock";
-  int timeout_ms = 1000;
+  std::string socket = protocol::kDefaultSocket;
+  int timeout_ms = protocol::kDefaultTimeoutMs;
   OnError on_error = OnError::kFallback;
   std::string policy;     // policy file for in-process fallback planning
   std::string stepd_lib;  // the client library loaded in slurmstepd; empty = beside the plugin

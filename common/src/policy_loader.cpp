@@ -12,6 +12,7 @@
 
 #include "gpubind/env.h"
 #include "gpubind/policy.pb.h"
+#include "gpubind/protocol/limits.h"
 
 namespace gpubind {
 namespace {
@@ -123,9 +124,10 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
       policy.nic_patterns.push_back(proto.nic_patterns(i));
     }
   }
-  if (proto.smt() > 64) {
+  if (proto.smt() > static_cast<uint32_t>(protocol::kMaxSmt)) {
     return loc.at(proto, "smt", -1,
-                  std::to_string(proto.smt()) + " threads per core is not plausible (0-64)");
+                  std::to_string(proto.smt()) + " threads per core is not plausible (0-" +
+                      std::to_string(protocol::kMaxSmt) + ")");
   }
   policy.smt = static_cast<int>(proto.smt());
   policy.order = proto.order() == gpubind::Policy::CPU ? Order::kCpu : Order::kGpu;

@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "binder_service.h"
-#include "compact_protocol.h"
 #include "compact_server.h"
 #include "daemon_state.h"
 #include "gpubind/cpuset.h"
+#include "gpubind/protocol/compact.h"
 #include "log.h"
 #include "step_text.h"
 

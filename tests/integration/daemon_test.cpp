@@ -372,8 +372,10 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
   const Node node = offline_node();
   auto local = make_plan(node.topology, node.policy, *spank::to_plan_request(step));
   ASSERT_TRUE(local);
-  EXPECT_EQ(spank::encode(*plan), spank::encode(spank::to_step_plan(*local, "daemon")));
+  EXPECT_EQ(spank::encode(*plan),
+            spank::encode(spank::to_step_plan(*local, "daemon", &node.topology)));
   EXPECT_EQ(plan->tasks[0].cpus, "49-55");
+  EXPECT_EQ(plan->tasks[0].gpus, "0 (0000:c1:00.0, L3 6)") << "the daemon names each GPU's domain";
 
   // Refusals carry the reason and are marked as the request's fault.
   step.gpus.push_back({9, "9"});

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpubind/protocol/limits.h"
+
 namespace gpubind::compact {
 
 inline constexpr char kMagic[8] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1'};
-inline constexpr uint32_t kMaxRequestBytes = 256 * 1024;
+using protocol::kMaxRequestBytes;
 inline constexpr uint32_t kMaxAnswerBytes = 16 * 1024 * 1024;
 inline constexpr uint8_t kStatusPlan = 0;
 inline constexpr uint8_t kStatusRefused = 1;
