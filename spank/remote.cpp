@@ -341,6 +341,12 @@ int remote_task_init(spank_t sp) {
     return 0;
   }
   TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];
+  // The user asked Slurm for it (not --gpus-per-task's implied per_task): say what happened.
+  if (kept && !user.gpu.empty() && user.gpu != "none") {
+    say_once(local_id, "--gpu-bind=" + user.gpu +
+                           " given: tasks keep the GPUs Slurm chose; gpubind binds their cores "
+                           "and NICs next to them");
+  }
   // So does the user's explicit --cpu-bind or --gpu-bind=none, unless the site forces gpubind's.
   const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;
   const bool slurm_gpu_vars = user.gpu == "none" && !s.site.override_explicit;

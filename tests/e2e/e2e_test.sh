@@ -239,13 +239,14 @@ slurm_choice_ok() {  # slurm_choice_ok RANK VISIBLE PCI: the JSON line of RANK i
 distinct_cpus() { [[ $(grep '^{' <<<"$out" | sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' | sort | uniq -d | wc -l) -eq 0 ]]; }
 run srun -N1 -n2 --gpus=2 --gpu-bind=map_gpu:1,0 --gpu-bind-auto=verbose "$check" --json
 slurm_choice_ok 0 1 0000:41:00.0 && slurm_choice_ok 1 0 0000:40:00.0 && distinct_cpus &&
-  [[ $(lines_with "(GPUs chosen by Slurm)") -eq 2 ]] &&
+  [[ $(lines_with "(GPUs chosen by Slurm)") -eq 2 &&
+    $(lines_with "--gpu-bind=map_gpu:1,0 given: tasks keep the GPUs Slurm chose") -eq 1 ]] &&
   ok "--gpu-bind=map_gpu:1,0: each task keeps the GPU Slurm gave it, on cores of its own" ||
   bad "--gpu-bind=map_gpu kept" "$out"
 if ((ncpus >= 2)); then
   run srun -N1 -n2 --gpus=4 --gpus-per-task=2 --gpu-bind-auto=order=cpu "$check" --json
   slurm_choice_ok 0 0,1 0000:40:00.0,0000:41:00.0 && slurm_choice_ok 1 2,3 0000:42:00.0,0000:43:00.0 &&
-    distinct_cpus && ok "--gpus-per-task=2 with order=cpu: each task keeps Slurm's two GPUs" ||
+    distinct_cpus && [[ $(lines_with "given: tasks keep the GPUs") -eq 0 ]] && ok "--gpus-per-task=2 with order=cpu: each task keeps Slurm's two GPUs" ||
     bad "--gpus-per-task kept" "$out"
 fi
 run srun -N1 -n2 --gpus=2 --gpu-bind=map_gpu:0 --gpu-bind-auto "$check" --json
