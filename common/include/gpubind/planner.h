@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpubind/cpuset.h"
@@ -45,6 +46,12 @@ struct PlanRequest {
 };
 
 struct EnvVar {
+  EnvVar() = default;
+  // A constructor (not aggregate init) so that emplace_back builds one in place on every
+  // compiler of the supported toolchains.
+  EnvVar(std::string name_, std::string value_, bool only_if_unset_ = false)
+      : name(std::move(name_)), value(std::move(value_)), only_if_unset(only_if_unset_) {}
+
   std::string name;
   std::string value;
   bool only_if_unset = false;
