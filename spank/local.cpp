@@ -47,15 +47,8 @@ std::vector<std::string> own_arguments() {
 
 // What an outer step (or an earlier srun of a batch script) left must not speak for this srun.
 void forget_inherited_component_vars() {
-  if (const char* old = std::getenv(kHetEnv)) {
-    const int count = std::atoi(old);
-    for (int k = 0; k < count && k < 1024; ++k) {
-      unsetenv((kHetFlagsEnv + std::to_string(k)).c_str());
-      unsetenv((std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str());
-    }
-    unsetenv(kHetEnv);
-  }
-  unsetenv(kExplicitEnv);
+  for (const std::string& name : passed_vars(std::getenv(kHetEnv)))
+    unsetenv(name.c_str());
 }
 
 // srun of a heterogeneous step: each component's own --gpu-bind-auto flags and explicit binding
@@ -65,9 +58,9 @@ void pass_components(const std::vector<LauncherComponent>& components) {
   setenv(kHetEnv, std::to_string(components.size()).c_str(), 1);
   for (size_t k = 0; k < components.size(); ++k) {
     if (components[k].flags)
-      setenv((kHetFlagsEnv + std::to_string(k)).c_str(), components[k].flags->c_str(), 1);
+      setenv(het_flags_var(static_cast<int>(k)).c_str(), components[k].flags->c_str(), 1);
     if (components[k].binding.any())
-      setenv((std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str(),
+      setenv(het_explicit_var(static_cast<int>(k)).c_str(),
              encode_explicit(components[k].binding).c_str(), 1);
   }
 }

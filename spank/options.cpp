@@ -281,4 +281,24 @@ std::vector<LauncherComponent> launcher_components(const std::vector<std::string
   return components;
 }
 
+std::string het_flags_var(int component) {
+  return kHetFlagsEnv + std::to_string(component);
+}
+
+std::string het_explicit_var(int component) {
+  return std::string(kExplicitEnv) + "_" + std::to_string(component);
+}
+
+std::vector<std::string> passed_vars(const char* het_components) {
+  std::vector<std::string> names = {kExplicitEnv};
+  if (!het_components) return names;
+  const auto count = parse_number(het_components, 0, 1024, kHetEnv);
+  for (int k = 0; count && k < *count; ++k) {
+    names.push_back(het_flags_var(k));
+    names.push_back(het_explicit_var(k));
+  }
+  names.push_back(kHetEnv);
+  return names;
+}
+
 }  // namespace gpubind::spank

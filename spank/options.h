@@ -81,6 +81,11 @@ inline constexpr const char* kExplicitEnv = "SLURM_GPUBIND_USER_BIND";
 // explicit binding are in kHetFlagsEnv + K and kExplicitEnv + "_" + K (unset: not given there).
 inline constexpr const char* kHetEnv = "SLURM_GPUBIND_HET_COMPONENTS";
 inline constexpr const char* kHetFlagsEnv = "SLURM_GPUBIND_FLAGS_";
+std::string het_flags_var(int component);
+std::string het_explicit_var(int component);
+// Every variable srun passes to a step (kExplicitEnv, and for `het_components` text from
+// kHetEnv, each component's and kHetEnv itself): what a new srun and every task clear.
+std::vector<std::string> passed_vars(const char* het_components);
 std::string encode_explicit(const ExplicitBinding& binding);
 ExplicitBinding decode_explicit(const std::string& text);
 // Slurm's SLURM_CPU_BIND_TYPE as a task sees it: "none", "map_cpu:", "rank", "map_ldom:" and

@@ -47,7 +47,7 @@ std::optional<int> own_het_component(spank_t sp) {
 std::optional<std::string> requested_flags(spank_t sp) {
   if (const auto component = own_het_component(sp)) {
     // Slurm gives every component the option's last value: only this component's own counts.
-    if (auto own = job_env(sp, kHetFlagsEnv + std::to_string(*component))) return own;
+    if (auto own = job_env(sp, het_flags_var(*component))) return own;
   } else if (char* optarg = nullptr;
              spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
     return std::string(optarg ? optarg : "");
@@ -195,18 +195,12 @@ std::string slurm_visibility(const EnvLookup& env) {
 ExplicitBinding explicit_binding_of(spank_t sp) {
   ExplicitBinding user;
   const auto component = own_het_component(sp);
-  const std::string own =
-      component ? std::string(kExplicitEnv) + "_" + std::to_string(*component) : kExplicitEnv;
+  const std::string own = component ? het_explicit_var(*component) : kExplicitEnv;
   if (auto passed = job_env(sp, own)) user = decode_explicit(*passed);
   // srun's messages to the step: a task keeps none of them.
-  spank_unsetenv(sp, kExplicitEnv);
-  if (const auto count = job_env(sp, kHetEnv)) {
-    for (int k = 0; k < std::atoi(count->c_str()) && k < 1024; ++k) {
-      spank_unsetenv(sp, (kHetFlagsEnv + std::to_string(k)).c_str());
-      spank_unsetenv(sp, (std::string(kExplicitEnv) + "_" + std::to_string(k)).c_str());
-    }
-    spank_unsetenv(sp, kHetEnv);
-  }
+  const auto het = job_env(sp, kHetEnv);
+  for (const std::string& name : passed_vars(het ? het->c_str() : nullptr))
+    spank_unsetenv(sp, name.c_str());
   const auto type = job_env(sp, "SLURM_CPU_BIND_TYPE");
   if (user.cpu.empty() && type && cpu_bind_type_is_explicit(*type)) {
     std::string value = job_env(sp, "SLURM_CPU_BIND").value_or(*type);

@@ -11,17 +11,6 @@
 namespace gpubind::spank {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(separator, start), text.size());
-    if (end > start) parts.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
 std::optional<long> parse_number(const std::string& text, int base) {
   if (text.empty()) return std::nullopt;
   errno = 0;
@@ -34,7 +23,7 @@ std::optional<long> parse_number(const std::string& text, int base) {
 // "0,1,4-5" -> {0, 1, 4, 5}; nullopt for anything else.
 std::optional<std::vector<int>> parse_indices(const std::string& text) {
   std::vector<int> out;
-  for (const std::string& part : split(text, ',')) {
+  for (const std::string& part : split_list(text)) {
     const size_t dash = part.find('-');
     const auto first = parse_number(part.substr(0, dash), 10);
     const auto last = dash == std::string::npos ? first : parse_number(part.substr(dash + 1), 10);
@@ -54,7 +43,7 @@ std::vector<int> sorted(std::vector<int> values) {
 // "1*2,0" -> {"1", "1", "0"}: Slurm's repeat count on map_gpu and mask_gpu entries.
 std::optional<std::vector<std::string>> expand_repeats(const std::string& list) {
   std::vector<std::string> out;
-  for (const std::string& entry : split(list, ',')) {
+  for (const std::string& entry : split_list(list)) {
     const size_t star = entry.find('*');
     long count = 1;
     if (star != std::string::npos) {
@@ -87,7 +76,7 @@ std::string gpu_binding(const std::optional<std::string>& tres_bind) {
 std::vector<int> planned_gpus(const TaskBinding& task,
                               const std::vector<std::pair<int, std::string>>& step_table) {
   std::vector<int> gpus;
-  for (const std::string& token : split(task.tokens, ',')) {
+  for (const std::string& token : split_list(task.tokens)) {
     for (const auto& [index, step_token] : step_table)
       if (step_token == token) gpus.push_back(index);
   }
@@ -203,7 +192,7 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
   for (const TaskBinding& task : plan.tasks) {
     const std::vector<int> in_order = planned_gpus(task, step_table);
     if (const std::string* pci = env_value(task, "GPUBIND_GPU_PCI")) {
-      const std::vector<std::string> ids = split(*pci, ',');
+      const std::vector<std::string> ids = split_list(*pci);
       if (ids.size() == in_order.size())
         for (size_t i = 0; i < ids.size(); ++i)
           pci_of[in_order[i]] = ids[i];
@@ -273,7 +262,7 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
   }
   if (every_pci && !pcis.empty()) task.env.push_back({"GPUBIND_GPU_PCI", pcis, false});
 
-  const std::vector<std::string> tokens = split(slurm_tokens, ',');
+  const std::vector<std::string> tokens = split_list(slurm_tokens);
   task.gpus.clear();
   for (size_t i = 0; i < choice.gpus.size(); ++i) {
     const std::string token =

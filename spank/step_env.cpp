@@ -9,7 +9,6 @@
 #include "gpubind/env.h"
 
 namespace gpubind::spank {
-namespace {
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -23,6 +22,8 @@ std::vector<std::string> split_list(const std::string& text) {
   }
   return items;
 }
+
+namespace {
 
 std::optional<int> to_index(const std::string& text) {
   int value = 0;

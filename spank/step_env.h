@@ -13,6 +13,9 @@ namespace gpubind::spank {
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
+// "0,1,,3" -> {"0", "1", "3"}: Slurm's comma lists, empty items dropped.
+std::vector<std::string> split_list(const std::string& text);
+
 struct StepGpus {
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
   // NVIDIA MIG instances ("MIG-<uuid>"): Slurm's indices then count MIG instances, not GPUs, so
