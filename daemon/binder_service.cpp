@@ -87,7 +87,7 @@ Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& r
   if (!planner_request) return refuse(planner_request.error().message, request);
   auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
   if (!plan) return refuse(plan.error().message, request);
-  api::plan_to_proto(*plan, response);
+  api::plan_to_proto(*plan, response, &state->node.topology);
   response.set_policy_generation(state->policy_generation);
   response.set_topology_generation(state->topology_generation);
   response.set_hostname(state->node.topology.hostname);

@@ -1,6 +1,6 @@
 #include "cli_args.h"
+#include "gpubind/parse.h"
 
-#include <charconv>
 
 namespace gpubind::cli {
 
@@ -45,14 +45,12 @@ std::optional<std::string> Args::get(const std::string& flag) const {
 Result<int> Args::get_int(const std::string& flag, int fallback, int min, int max) const {
   auto text = get(flag);
   if (!text) return fallback;
-  int value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (text->empty() || ec != std::errc() || end != text->data() + text->size() || value < min ||
-      value > max) {
+  const auto value = parse_whole_number(*text, min, max);
+  if (!value) {
     return make_error("--" + flag + ": expected a whole number from " + std::to_string(min) +
                       " to " + std::to_string(max) + ", got '" + *text + "'");
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 }  // namespace gpubind::cli

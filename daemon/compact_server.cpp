@@ -1,117 +1,74 @@
 #include "compact_server.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 
-#include "api_convert.h"
 #include "binder_service.h"
 #include "gpubind/protocol/compact.h"
+#include "gpubind/protocol/io.h"
 #include "log.h"
-#include "step_convert.h"
 
 namespace gpubind::daemon {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using protocol::Clock;
 
 // A whole exchange must fit in this: a client trickling bytes cannot hold a worker longer.
 constexpr auto kExchangeDeadline = std::chrono::seconds(2);
 
-// Waits until `fd` is ready for `events` or the deadline passes.
-bool wait_ready(int fd, short events, Clock::time_point deadline) {
-  while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd pfd{fd, events, 0};
-    const int rc = poll(&pfd, 1, static_cast<int>(left));
-    if (rc > 0) return true;
-    if (rc < 0 && errno != EINTR) return false;
-  }
-}
-
-bool read_exact(int fd, char* data, size_t size, Clock::time_point deadline) {
-  while (size > 0) {
-    const ssize_t n = recv(fd, data, size, MSG_DONTWAIT);
-    if (n > 0) {
-      data += n;
-      size -= static_cast<size_t>(n);
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR) || !wait_ready(fd, POLLIN, deadline)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool write_exact(int fd, const char* data, size_t size, Clock::time_point deadline) {
-  while (size > 0) {
-    const ssize_t n = send(fd, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      data += n;
-      size -= static_cast<size_t>(n);
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR) ||
-               !wait_ready(fd, POLLOUT, deadline)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void reply(int fd, uint8_t status, const std::string& text, Clock::time_point deadline) {
-  char header[5];
+void reply(int fd, uint8_t status, const std::string& payload, Clock::time_point deadline) {
+  char header[compact::kAnswerHeaderBytes];
   header[0] = static_cast<char>(status);
-  compact::put_length(header + 1, static_cast<uint32_t>(text.size()));
-  if (!write_exact(fd, header, sizeof header, deadline) ||
-      !write_exact(fd, text.data(), text.size(), deadline)) {
+  compact::put_length(header + 1, static_cast<uint32_t>(payload.size()));
+  if (!protocol::send_all(fd, header, sizeof header, deadline) ||
+      !protocol::send_all(fd, payload.data(), payload.size(), deadline)) {
     log::debug("compact client went away before its answer");
   }
 }
 
-// The answer text for one request, or why it is refused.
-Result<std::string> answer(const std::string& text, BinderService& service) {
-  auto step = spank::decode_request(text);
-  if (!step) return step.error();
-  auto request = spank::to_plan_request(*step);
-  if (!request) return request.error();
-  v1::PlanRequest proto = api::request_to_proto(*request);
-  proto.set_job_id(step->job_id);
-  proto.set_step_id(step->step_id);
+// The answer's bytes for one request's, or why it is refused. The same PlanRequest and
+// PlanResponse as a gRPC call: parsed, answered (cache or planner), serialized.
+Result<std::string> answer(const std::string& bytes, BinderService& service) {
+  v1::PlanRequest request;
+  if (!request.ParseFromString(bytes)) return make_error("not a gpubind.v1.PlanRequest");
   v1::PlanResponse response;
-  const StatePtr state = service.state();
-  if (auto status = service.answer(proto, response); !status) return status.error();
-  // The localities are named from the topology the plan was made on (none across a reload).
-  const Topology* topology = response.topology_generation() == state->topology_generation
-                                 ? &state->node.topology
-                                 : nullptr;
-  return spank::encode(spank::to_step_plan(api::plan_from_proto(response), "daemon", topology));
+  if (auto status = service.answer(request, response); !status) return status.error();
+  return response.SerializeAsString();
 }
 
 }  // namespace
 
 void serve_compact_connection(int fd, BinderService& service) {
+  const protocol::UniqueFd conn(fd);
   const auto deadline = Clock::now() + kExchangeDeadline;
-  char header[sizeof compact::kMagic + 4];
-  if (read_exact(fd, header, sizeof header, deadline)) {
-    const uint32_t size = compact::get_length(header + sizeof compact::kMagic);
-    if (size > compact::kMaxRequestBytes) {
-      reply(fd, compact::kStatusRefused,
-            "request of " + std::to_string(size) + " bytes exceeds the limit of " +
-                std::to_string(compact::kMaxRequestBytes),
-            deadline);
-    } else {
-      std::string text(size, '\0');
-      if (read_exact(fd, text.data(), size, deadline)) {
-        auto result = answer(text, service);
-        reply(fd, result ? compact::kStatusPlan : compact::kStatusRefused,
-              result ? *result : result.error().message, deadline);
-      }
-    }
+  char header[compact::kRequestHeaderBytes];
+  if (!protocol::receive_all(fd, header, sizeof header, deadline)) return;
+  const auto version = static_cast<uint8_t>(header[sizeof compact::kMagic]);
+  if (version != compact::kVersion) {
+    // An older or newer client: it falls back to planning in-process, and the log says so once.
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      log::warning("compact client speaks protocol version " + std::to_string(version) +
+                   ", this daemon " + std::to_string(compact::kVersion));
+    reply(fd, compact::kStatusUnsupportedVersion,
+          "this daemon speaks version " + std::to_string(compact::kVersion), deadline);
+    return;
   }
-  close(fd);
+  const uint32_t size = compact::get_length(header + sizeof compact::kMagic + 1);
+  if (size > compact::kMaxRequestBytes) {
+    reply(fd, compact::kStatusRefused,
+          "request of " + std::to_string(size) + " bytes exceeds the limit of " +
+              std::to_string(compact::kMaxRequestBytes),
+          deadline);
+    return;
+  }
+  std::string bytes(size, '\0');
+  if (!protocol::receive_all(fd, bytes.data(), size, deadline)) return;
+  auto result = answer(bytes, service);
+  reply(fd, result ? compact::kStatusPlan : compact::kStatusRefused,
+        result ? *result : result.error().message, deadline);
 }
 
 }  // namespace gpubind::daemon

@@ -22,6 +22,7 @@
 #include "compact_server.h"
 #include "daemon_state.h"
 #include "gpubind/node.h"
+#include "gpubind/parse.h"
 #include "gpubind/planner.h"
 #include "gpubind/protocol/limits.h"
 #include "listener.h"
@@ -30,7 +31,6 @@
 namespace gpubind::daemon {
 namespace {
 
-constexpr const char* kDefaultConfig = kDefaultPolicyPath;
 constexpr const char* kDefaultSocket = protocol::kDefaultSocket;
 constexpr auto kDrainDeadline = std::chrono::seconds(5);
 constexpr int kMaxGrpcThreads = 32;
@@ -71,11 +71,7 @@ Result<Options> parse_options(const std::vector<std::string>& argv) {
   if (!args->positional().empty())
     return make_error("unexpected argument '" + args->positional()[0] + "'");
   Options options;
-  if (auto config = args->get("config")) {
-    options.sources.policy_path = *config;
-  } else if (access(kDefaultConfig, F_OK) == 0) {
-    options.sources.policy_path = kDefaultConfig;
-  }
+  options.sources.policy_path = policy_to_load(args->get("config"));
   if (auto topology = args->get("topology")) options.sources.topology_path = *topology;
   options.socket.path = args->get("socket").value_or(kDefaultSocket);
   if (auto group = args->get("socket-group")) {
@@ -85,12 +81,11 @@ Result<Options> parse_options(const std::vector<std::string>& argv) {
     options.socket.mode = 0660;
   }
   if (auto mode = args->get("socket-mode")) {
-    char* end = nullptr;
-    const long value = std::strtol(mode->c_str(), &end, 8);
-    if (mode->empty() || *end != '\0' || value < 0 || value > 0777) {
+    const auto value = parse_whole_number(*mode, 0, 0777, 8);
+    if (!value) {
       return make_error("--socket-mode: expected an octal mode such as 0666, got '" + *mode + "'");
     }
-    options.socket.mode = static_cast<mode_t>(value);
+    options.socket.mode = static_cast<mode_t>(*value);
   }
   if (auto level = args->get("log-level")) {
     log::Level parsed;

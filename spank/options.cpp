@@ -1,21 +1,19 @@
 #include "options.h"
+#include "gpubind/parse.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 namespace gpubind::spank {
 namespace {
 
 Result<int> parse_number(const std::string& text, int min, int max, const std::string& what) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
-      value > max) {
+  const auto value = parse_whole_number(text, min, max);
+  if (!value) {
     return make_error(what + ": expected a whole number from " + std::to_string(min) + " to " +
                       std::to_string(max) + ", got '" + text + "'");
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 std::vector<std::string> split(const std::string& text, char separator) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "options.h"
-#include "step_text.h"
+#include "step_types.h"
 
 extern "C" {
 #include <slurm/spank.h>

@@ -10,7 +10,8 @@
 #include <string>
 
 #include "affinity.h"
-#include "compact_client.h"
+#include "gpubind/parse.h"
+#include "gpubind/protocol/client.h"
 #include "plugin_state.h"
 #include "slurm_gpu_choice.h"
 #include "step_env.h"
@@ -38,7 +39,9 @@ std::optional<int> own_het_component(spank_t sp) {
   uint32_t job_id = 0;
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return std::nullopt;
   const EnvLookup env = [sp](const std::string& name) { return job_env(sp, name); };
-  return het_component(env, job_id, std::atoi(count->c_str()));
+  const auto components = parse_whole_number(*count, 1, 1024);
+  if (!components) return std::nullopt;
+  return het_component(env, job_id, static_cast<int>(*components));
 }
 
 // --gpu-bind-auto on srun (on this component's part of its command line in a heterogeneous
@@ -69,28 +72,34 @@ std::string stepd_lib_path() {
   return kStepdLibName;
 }
 
-// Loads libgpubind_stepd.so and plans in-process: a StepPlan, or why there is none.
+// Loads libgpubind_stepd.so and plans in-process: a StepPlan, or why there is none. The library
+// takes and answers the bytes the daemon does.
 Result<StepPlan> plan_in_process(const StepRequest& request) {
+  auto bytes = protocol::encode_request(request);
+  if (!bytes) return bytes.error();
   const std::string path = stepd_lib_path();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return make_error(std::string("cannot load ") + path + ": " + dlerror());
   using VersionFn = int (*)();
-  using PlanFn = int (*)(const char*, char**);
-  using FreeFn = void (*)(char*);
+  using PlanFn = int (*)(const void*, size_t, const char*, void**, size_t*);
+  using FreeFn = void (*)(void*);
   auto version = reinterpret_cast<VersionFn>(dlsym(lib, "gpubind_stepd_abi_version"));
   auto plan = reinterpret_cast<PlanFn>(dlsym(lib, "gpubind_stepd_plan"));
   auto release = reinterpret_cast<FreeFn>(dlsym(lib, "gpubind_stepd_free"));
   if (!version || !plan || !release || version() != GPUBIND_STEPD_ABI_VERSION) {
     return make_error(path + " is not a matching gpubind step library");
   }
-  char* answer = nullptr;
-  const int rc = plan(encode(request).c_str(), &answer);
-  const std::string text = answer ? answer : "no answer";
+  void* answer = nullptr;
+  size_t answer_size = 0;
+  const int rc =
+      plan(bytes->data(), bytes->size(), state().site.policy.c_str(), &answer, &answer_size);
+  const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
+                                   : std::string("no answer");
   release(answer);
   // The library stays loaded: the step may plan again, and unloading hwloc and protobuf buys
   // nothing in a process that ends with the step.
-  if (rc != 0) return make_error(text);
-  return decode_plan(text);
+  if (rc != 0) return make_error(reply);
+  return protocol::decode_plan(reply);
 }
 
 // The step as Slurm describes it; an item Slurm cannot give makes the step unplannable.
@@ -131,24 +140,25 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   request.no_nic_env = flags.no_nic_env;
   request.omp = flags.omp;
   request.ze_hierarchy = ze_hierarchy_from_env(env);
-  request.socket = site.socket;
-  request.timeout_ms = site.timeout_ms;
-  request.fallback = site.on_error == OnError::kFallback;
-  request.policy = site.policy;
   return request;
 }
 
 // One request to the daemon; when it cannot answer (absent, stopped, slow), the in-process
 // fallback if the site allows it. A request the daemon refuses would be refused in-process too.
 Result<StepPlan> plan_step(const StepRequest& request) {
-  auto answer = compact::exchange(request.socket, encode(request), request.timeout_ms);
-  if (answer) return decode_plan(*answer);
-  if (!request.fallback || answer.error().invalid_input) return answer.error();
+  const SiteArgs& site = state().site;
+  auto answer = protocol::ask_daemon(site.socket, request, site.timeout_ms);
+  if (answer) {
+    answer->source = "daemon";
+    return answer;
+  }
+  if (site.on_error != OnError::kFallback || answer.error().invalid_input) return answer.error();
   auto local = plan_in_process(request);
   if (!local) {
     return make_error(answer.error().message +
                       "; in-process planning failed too: " + local.error().message);
   }
+  local->source = "fallback";
   local->warnings.insert(local->warnings.begin(),
                          answer.error().message + "; planned in-process instead");
   return local;
@@ -302,10 +312,8 @@ int remote_task_init(spank_t sp) {
   // In a heterogeneous step Slurm's task id counts within the component; SLURM_PROCID is the
   // rank the user's program sees across all components.
   if (auto procid = job_env(sp, "SLURM_PROCID")) {
-    char* end = nullptr;
-    const unsigned long rank = std::strtoul(procid->c_str(), &end, 10);
-    if (!procid->empty() && *end == '\0' && rank <= UINT32_MAX)
-      global_id = static_cast<uint32_t>(rank);
+    if (const auto rank = parse_whole_number(*procid, 0, UINT32_MAX))
+      global_id = static_cast<uint32_t>(*rank);
   }
   if (!s.planned) {
     if (s.site.on_error == OnError::kFail) {

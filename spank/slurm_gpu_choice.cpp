@@ -7,17 +7,13 @@
 #include <set>
 
 #include "gpubind/cpuset.h"
+#include "gpubind/parse.h"
 
 namespace gpubind::spank {
 namespace {
 
 std::optional<long> parse_number(const std::string& text, int base) {
-  if (text.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const long value = std::strtol(text.c_str(), &end, base);
-  if (errno != 0 || *end != '\0' || value < 0 || value > 1'000'000) return std::nullopt;
-  return value;
+  return parse_whole_number(text, 0, 1'000'000, base);
 }
 
 // "0,1,4-5" -> {0, 1, 4, 5}; nullopt for anything else.
@@ -81,30 +77,6 @@ std::vector<int> planned_gpus(const TaskBinding& task,
       if (step_token == token) gpus.push_back(index);
   }
   return gpus;
-}
-
-// "0 (0000:c1:00.0, L3 6) 1 (0000:c6:00.0, L3 7)" -> {"0000:c1:00.0, L3 6", "0000:c6:00.0, L3 7"}:
-// what the verbose line says of each GPU of a planned task, in its tokens' order.
-std::vector<std::string> gpu_descriptions(const std::string& display) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at < display.size()) {
-    const size_t space = display.find(' ', at);
-    if (space == std::string::npos) {
-      out.emplace_back();
-      break;
-    }
-    if (display.compare(space, 2, " (") == 0) {
-      const size_t close = display.find(')', space);
-      if (close == std::string::npos) break;
-      out.push_back(display.substr(space + 2, close - space - 2));
-      at = close + 2;
-    } else {
-      out.emplace_back();
-      at = space + 1;
-    }
-  }
-  return out;
 }
 
 const std::string* env_value(const TaskBinding& task, const std::string& name) {
@@ -186,8 +158,8 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
                             const SlurmTaskGpus& choice, int local_id,
                             const std::string& slurm_tokens) {
   const std::vector<int> wanted = sorted(choice.gpus);
-  std::map<int, std::string> pci_of;    // node GPU index -> bus id, from every planned task
-  std::map<int, std::string> about_of;  // and what the verbose line says of it
+  std::map<int, std::string> pci_of;     // node GPU index -> bus id, from every planned task
+  std::map<int, TaskGpuInfo> described;  // and what the verbose line says of it
   std::vector<const TaskBinding*> exact, touching;
   for (const TaskBinding& task : plan.tasks) {
     const std::vector<int> in_order = planned_gpus(task, step_table);
@@ -197,10 +169,9 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
         for (size_t i = 0; i < ids.size(); ++i)
           pci_of[in_order[i]] = ids[i];
     }
-    const std::vector<std::string> about = gpu_descriptions(task.gpus);
-    if (about.size() == in_order.size())
-      for (size_t i = 0; i < about.size(); ++i)
-        about_of[in_order[i]] = about[i];
+    if (task.gpus.size() == in_order.size())
+      for (size_t i = 0; i < in_order.size(); ++i)
+        described[in_order[i]] = task.gpus[i];
     const std::vector<int> gpus = sorted(in_order);
     if (gpus == wanted) exact.push_back(&task);
     const bool shares = std::any_of(gpus.begin(), gpus.end(), [&](int gpu) {
@@ -265,14 +236,12 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
   const std::vector<std::string> tokens = split_list(slurm_tokens);
   task.gpus.clear();
   for (size_t i = 0; i < choice.gpus.size(); ++i) {
-    const std::string token =
-        tokens.size() == choice.gpus.size() ? tokens[i] : std::to_string(choice.gpus[i]);
-    const auto found = about_of.find(choice.gpus[i]);
-    const bool said = found != about_of.end() && !found->second.empty();
-    task.gpus += (task.gpus.empty() ? "" : " ") + token + (said ? " (" + found->second + ")" : "");
+    const auto found = described.find(choice.gpus[i]);
+    TaskGpuInfo gpu = found != described.end() ? found->second : TaskGpuInfo{};
+    gpu.token = tokens.size() == choice.gpus.size() ? tokens[i] : std::to_string(choice.gpus[i]);
+    task.gpus.push_back(std::move(gpu));
   }
   task.tokens = slurm_tokens;
-  task.ngpus = static_cast<int>(choice.gpus.size());
   return kept;
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "step_env.h"
-#include "step_text.h"
+#include "step_types.h"
 
 namespace gpubind::spank {
 

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 
 #include "gpubind/env.h"
+#include "gpubind/parse.h"
 
 namespace gpubind::spank {
 
@@ -26,12 +27,9 @@ std::vector<std::string> split_list(const std::string& text) {
 namespace {
 
 std::optional<int> to_index(const std::string& text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    return std::nullopt;
-  }
-  return value;
+  const auto value = parse_whole_number(text, 0, INT_MAX);
+  if (!value) return std::nullopt;
+  return static_cast<int>(*value);
 }
 
 }  // namespace
@@ -187,7 +185,7 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                               : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
                                                         : "";
   std::vector<VisibilityUpdate> updates;
-  if (primary.empty() || task.ngpus == 0) return updates;
+  if (primary.empty() || task.gpus.empty()) return updates;
   const std::optional<std::string> after_primary =
       task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
   for (const char* name : kVisibilityVars) {
@@ -238,6 +236,16 @@ TaskBinding without_gpu_visibility(const TaskBinding& task) {
   return out;
 }
 
+std::string describe_gpus(const std::vector<TaskGpuInfo>& gpus) {
+  std::string text;
+  for (const TaskGpuInfo& gpu : gpus) {
+    const std::string about =
+        gpu.pci + (gpu.pci.empty() || gpu.locality.empty() ? "" : ", ") + gpu.locality;
+    text += (text.empty() ? "" : " ") + gpu.token + (about.empty() ? "" : " (" + about + ")");
+  }
+  return text;
+}
+
 std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
                              const std::string& source) {
   std::string line = "gpubind: " + host + " rank " + std::to_string(global_rank) + " (local " +
@@ -247,7 +255,7 @@ std::string describe_binding(const std::string& host, unsigned global_rank, cons
   if (task.numa >= 0)
     where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa);
   if (!where.empty()) line += " (" + where + ")";
-  line += ", GPU " + (task.gpus.empty() ? std::string("-") : task.gpus);
+  line += ", GPU " + (task.gpus.empty() ? std::string("-") : describe_gpus(task.gpus));
   line += ", NIC " + (task.nic.empty() ? std::string("-") : task.nic);
   line += " [" + source + "]";
   return line;

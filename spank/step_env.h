@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "step_text.h"
+#include "step_types.h"
 
 namespace gpubind::spank {
 
@@ -84,6 +84,9 @@ TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cp
 TaskBinding without_gpu_visibility(const TaskBinding& task);
 
 // One line of the verbose table.
+// "0 (0000:c1:00.0, L3 6) 1 (0000:c6:00.0, L3 7)": each GPU's token, bus id and locality.
+std::string describe_gpus(const std::vector<TaskGpuInfo>& gpus);
+
 std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
                              const std::string& source);
 

@@ -1,25 +1,31 @@
 /* The C interface between the SPANK plugin and libgpubind_stepd.so, the library it loads in
  * slurmstepd only, when gpubindd cannot answer (the in-process fallback planner), so that srun,
  * sbatch and salloc, which load every SPANK plugin, never load hwloc or protobuf. Requests and
- * answers are step_text.h texts. */
+ * answers are the bytes the daemon's compact transport carries: binder.proto's PlanRequest and
+ * PlanResponse. */
 #ifndef GPUBIND_SPANK_STEPD_ABI_H
 #define GPUBIND_SPANK_STEPD_ABI_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GPUBIND_STEPD_ABI_VERSION 1
+/* 2: protobuf payloads (1 carried key=value texts). */
+#define GPUBIND_STEPD_ABI_VERSION 2
 
 /* Returns GPUBIND_STEPD_ABI_VERSION: the plugin refuses a library of another version. */
 int gpubind_stepd_abi_version(void);
 
-/* Plans one step. `request` is an encoded StepRequest. On return *answer holds a malloc'd,
- * NUL-terminated text: an encoded StepPlan when the result is 0, else the reason no plan could
- * be made. Free it with gpubind_stepd_free. Never throws, never blocks past the request's
- * timeout plus in-process planning. */
-int gpubind_stepd_plan(const char* request, char** answer);
-void gpubind_stepd_free(char* answer);
+/* Plans one step: `request` holds `request_size` bytes of a gpubind.v1.PlanRequest, `policy` the
+ * policy file to plan with (NULL or "" = the site's file, if there is one, as gpubindd chooses).
+ * On return *answer holds a malloc'd buffer of *answer_size bytes: a gpubind.v1.PlanResponse when
+ * the result is 0, else the reason no plan could be made (a text, also NUL-terminated). Free it
+ * with gpubind_stepd_free. Never throws. */
+int gpubind_stepd_plan(const void* request, size_t request_size, const char* policy, void** answer,
+                       size_t* answer_size);
+void gpubind_stepd_free(void* answer);
 
 #ifdef __cplusplus
 }

@@ -1,23 +1,24 @@
 #include "gpubind/cpuset.h"
+#include "gpubind/parse.h"
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 
 namespace gpubind {
 namespace {
 
 Result<int> parse_cpu_number(std::string_view token, std::string_view whole) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
+  const auto number = parse_whole_number(token, 0, LLONG_MAX);
+  if (!number) {
     return make_error("invalid cpu list '" + std::string(whole) + "': '" + std::string(token) +
                       "' is not a CPU number");
   }
-  if (value < 0 || value > CpuSet::kMaxCpu) {
+  if (*number > CpuSet::kMaxCpu) {
     return make_error("invalid cpu list '" + std::string(whole) + "': CPU " + std::string(token) +
                       " is out of range (0-" + std::to_string(CpuSet::kMaxCpu) + ")");
   }
-  return value;
+  return static_cast<int>(*number);
 }
 
 int hex_digit(char c) {

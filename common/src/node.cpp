@@ -1,9 +1,17 @@
 #include "gpubind/node.h"
 
+#include <unistd.h>
+
 #include "gpubind/policy_loader.h"
 #include "gpubind/topology_hwloc.h"
 
 namespace gpubind {
+
+std::optional<std::string> policy_to_load(const std::optional<std::string>& named) {
+  if (named && !named->empty()) return named;
+  if (access(kDefaultPolicyPath, F_OK) == 0) return std::string(kDefaultPolicyPath);
+  return std::nullopt;
+}
 
 Result<Node> load_node(const NodeSources& sources) {
   Node node;

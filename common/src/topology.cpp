@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <climits>
+
+#include "gpubind/parse.h"
 
 namespace gpubind {
 
@@ -99,12 +102,9 @@ CpuSet Topology::numa_pus(int numa) const {
 namespace {
 
 bool parse_index(const std::string& text, int& value) {
-  int parsed = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || parsed < 0) {
-    return false;
-  }
-  value = parsed;
+  const auto parsed = parse_whole_number(text, 0, INT_MAX);
+  if (!parsed) return false;
+  value = static_cast<int>(*parsed);
   return true;
 }
 

@@ -1,8 +1,8 @@
 // The daemon's side of the compact protocol on arbitrary bytes, as the plugin's path reaches it:
-// the bytes arrive on a real socket (header, length, step text), gpubindd's handler frames,
-// decodes, plans on the LUMI-G fixture through the real BinderService and answers. Whatever the
-// bytes, the answer is absent (the request never arrived whole), or one well-framed answer; a plan
-// answered has one binding per task, each inside the step's CPUs.
+// the bytes arrive on a real socket (magic, version, length, PlanRequest), gpubindd's handler
+// frames, decodes, plans on the LUMI-G fixture through the real BinderService and answers. Whatever
+// the bytes, the answer is absent (the request never arrived whole), or one well-framed answer; a
+// plan answered has one binding per task, each inside the step's CPUs.
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,9 +18,9 @@
 #include "compact_server.h"
 #include "daemon_state.h"
 #include "gpubind/cpuset.h"
+#include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
 #include "log.h"
-#include "step_text.h"
 
 using namespace gpubind;
 
@@ -51,14 +51,14 @@ std::string read_all(int fd) {
   }
 }
 
-void check_plan(const std::string& request_text, const std::string& plan_text) {
-  auto plan = spank::decode_plan(plan_text);
+void check_plan(const std::string& request_bytes, const std::string& plan_bytes) {
+  auto plan = protocol::decode_plan(plan_bytes);
   if (!plan) std::abort();  // the daemon answered a plan the plugin cannot read
-  auto request = spank::decode_request(request_text);
-  if (!request) std::abort();  // planned a request that does not decode
-  if (static_cast<int>(plan->tasks.size()) != request->ntasks) std::abort();
-  if (request->allowed_cpus.empty()) return;
-  auto allowed = CpuSet::parse_list(request->allowed_cpus);
+  v1::PlanRequest request;
+  if (!request.ParseFromString(request_bytes)) std::abort();  // planned what does not decode
+  if (plan->tasks.size() != request.ntasks()) std::abort();
+  if (request.allowed_cpus().empty()) return;
+  auto allowed = CpuSet::parse_list(request.allowed_cpus());
   if (!allowed) std::abort();
   for (const auto& task : plan->tasks) {
     auto cpus = CpuSet::parse_list(task.cpus);
@@ -69,7 +69,7 @@ void check_plan(const std::string& request_text, const std::string& plan_text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  constexpr size_t kHeader = sizeof compact::kMagic + 4;
+  constexpr size_t kHeader = compact::kRequestHeaderBytes;
   // Inputs stay below a socket buffer, so writing them all before serving cannot block.
   if (size > 64 * 1024) return 0;
   int fds[2];
@@ -90,11 +90,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const uint32_t length =
       size >= kHeader
-          ? compact::get_length(reinterpret_cast<const char*>(data) + sizeof compact::kMagic)
+          ? compact::get_length(reinterpret_cast<const char*>(data) + sizeof compact::kMagic + 1)
           : 0;
+  const bool other_version = size >= kHeader && data[sizeof compact::kMagic] != compact::kVersion;
   const bool too_long = size >= kHeader && length > compact::kMaxRequestBytes;
   const bool whole = size >= kHeader && size - kHeader >= length;
-  if (!too_long && !whole) {
+  if (!too_long && !whole && !other_version) {
     if (!answer.empty()) std::abort();  // answered a request that never arrived whole
     return 0;
   }
@@ -104,6 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t text_size = compact::get_length(answer.data() + 1);
   if (text_size != answer.size() - 5) std::abort();
   if (text_size > compact::kMaxAnswerBytes) std::abort();  // the plugin would refuse it
+  if (other_version) {
+    if (status != compact::kStatusUnsupportedVersion) std::abort();
+    return 0;
+  }
   if (status == compact::kStatusRefused) {
     if (text_size == 0) std::abort();  // a refusal always says why
     return 0;

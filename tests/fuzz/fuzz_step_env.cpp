@@ -1,12 +1,14 @@
-// A step's GPU variables and the step texts from arbitrary bytes: the GPUs read never leave what
-// the variables list, and decoded texts encode back to something that decodes the same.
+// A step's GPU variables and the daemon's answer from arbitrary bytes: the GPUs read never leave
+// what the variables list, and whatever libprotobuf reads as a PlanResponse, the plugin's decoder
+// (nanopb) reads with the same tasks.
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "gpubind/protocol/client.h"
+#include "gpubind/v1/binder.pb.h"
 #include "step_env.h"
-#include "step_text.h"
 
 using namespace gpubind::spank;
 
@@ -33,13 +35,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (index < 0 || token.find(',') != std::string::npos) std::abort();
   }
   (void)count_from_env(lookup, "SLURM_GPUS_PER_TASK");
-  if (auto request = decode_request(text)) {
-    auto again = decode_request(encode(*request));
-    if (!again || encode(*again) != encode(*request)) std::abort();
-  }
-  if (auto plan = decode_plan(text)) {
-    auto again = decode_plan(encode(*plan));
-    if (!again || encode(*again) != encode(*plan)) std::abort();
+  const auto plan = gpubind::protocol::decode_plan(text);
+  gpubind::v1::PlanResponse proto;
+  if (plan && proto.ParseFromString(text)) {
+    if (static_cast<int>(plan->tasks.size()) != proto.tasks_size()) std::abort();
+    for (int i = 0; i < proto.tasks_size(); ++i)
+      if (plan->tasks[i].cpus != proto.tasks(i).cpus()) std::abort();
   }
   return 0;
 }

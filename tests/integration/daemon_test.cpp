@@ -10,10 +10,12 @@
 
 #include "../support/daemon_process.h"
 #include "../support/invariants.h"
+#include "api_convert.h"
 #include "binder_client.h"
-#include "compact_client.h"
 #include "gpubind/node.h"
-#include "step_convert.h"
+#include "gpubind/protocol/client.h"
+#include "gpubind/protocol/compact.h"
+#include "step_env.h"
 
 namespace gpubind {
 namespace {
@@ -24,6 +26,8 @@ using testing::NotifySocket;
 
 const std::string kFixtures = GPUBIND_FIXTURES;
 const std::string kDaemon = GPUBIND_DAEMON;
+const std::string kStepdLib = GPUBIND_STEPD_LIB;
+const std::string kStepdDriver = GPUBIND_STEPD_DRIVER;
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
@@ -338,60 +342,160 @@ TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
 // daemon and come back in the plan.
 TEST_F(DaemonTest, MigTokensAndZeHierarchyTravelTheCompactProtocol) {
   start();
-  spank::StepRequest step;
+  protocol::StepRequest step;
   step.ntasks = 2;
   step.gpus_given = true;
   step.unplaced_gpus = {"MIG-aaaa", "MIG-bbbb"};
-  auto answer = compact::exchange(socket_, spank::encode(step), 1000);
-  ASSERT_TRUE(answer) << answer.error().message;
-  auto plan = spank::decode_plan(*answer);
+  step.ze_hierarchy = "composite";
+  auto plan = protocol::ask_daemon(socket_, step, 1000);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->tasks.size(), 2u);
   EXPECT_EQ(plan->tasks[1].tokens, "MIG-bbbb");
   ASSERT_FALSE(plan->warnings.empty());
   EXPECT_NE(plan->warnings.back().find("MIG instances"), std::string::npos);
-  // ze_hierarchy is refused by name when it is neither flat nor composite.
-  auto refused = compact::exchange(socket_, "ntasks=1\nze_hierarchy=tiles\n", 1000);
-  ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("ze_hierarchy"), std::string::npos);
 }
 
-TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
-  start();
-  spank::StepRequest step;
+// The frame around binder.proto's bytes: `version` and the request.
+std::string compact_frame(uint8_t version, const std::string& payload) {
+  std::string frame(compact::kMagic, sizeof compact::kMagic);
+  frame += static_cast<char>(version);
+  char length[4];
+  compact::put_length(length, static_cast<uint32_t>(payload.size()));
+  return frame + std::string(length, 4) + payload;
+}
+
+// Sends raw bytes and returns the whole answer (status, length, payload).
+std::string raw_exchange(const std::string& socket, const std::string& bytes) {
+  const int fd = testing::connect_unix(socket);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  std::string answer;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fd, chunk, sizeof chunk)) > 0;)
+    answer.append(chunk, static_cast<size_t>(n));
+  close(fd);
+  return answer;
+}
+
+// What the daemon reads of the plugin's request.
+v1::PlanRequest api_request(const protocol::StepRequest& step) {
+  v1::PlanRequest proto;
+  EXPECT_TRUE(proto.ParseFromString(*protocol::encode_request(step)));
+  return proto;
+}
+
+protocol::StepRequest eight_task_step() {
+  protocol::StepRequest step;
   step.job_id = 7;
   step.ntasks = 8;
   step.gpus_given = true;
   for (int g = 0; g < 8; ++g)
     step.gpus.push_back({g, std::to_string(g)});
-  auto answer = compact::exchange(socket_, spank::encode(step), 1000);
-  ASSERT_TRUE(answer) << answer.error().message;
-  auto plan = spank::decode_plan(*answer);
+  return step;
+}
+
+TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
+  start();
+  protocol::StepRequest step = eight_task_step();
+  auto plan = protocol::ask_daemon(socket_, step, 1000);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(plan->source, "daemon");
-  const Node node = offline_node();
-  auto local = make_plan(node.topology, node.policy, *spank::to_plan_request(step));
-  ASSERT_TRUE(local);
-  EXPECT_EQ(spank::encode(*plan),
-            spank::encode(spank::to_step_plan(*local, "daemon", &node.topology)));
+  // The same request over gRPC: the same tasks.
+  auto grpc = client().plan(*api::request_from_proto(api_request(step)), {}, 2s);
+  ASSERT_TRUE(grpc) << grpc.error().message;
+  ASSERT_EQ(plan->tasks.size(), grpc->plan.tasks.size());
+  for (size_t i = 0; i < plan->tasks.size(); ++i) {
+    EXPECT_EQ(plan->tasks[i].cpus, grpc->plan.tasks[i].cpus.to_list());
+    EXPECT_EQ(plan->tasks[i].env.size(), grpc->plan.tasks[i].env.size());
+  }
   EXPECT_EQ(plan->tasks[0].cpus, "49-55");
-  EXPECT_EQ(plan->tasks[0].gpus, "0 (0000:c1:00.0, L3 6)") << "the daemon names each GPU's domain";
+  EXPECT_EQ(spank::describe_gpus(plan->tasks[0].gpus), "0 (0000:c1:00.0, L3 6)")
+      << "the daemon names each GPU's domain";
 
   // Refusals carry the reason and are marked as the request's fault.
   step.gpus.push_back({9, "9"});
-  auto refused = compact::exchange(socket_, spank::encode(step), 1000);
+  auto refused = protocol::ask_daemon(socket_, step, 1000);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(refused.error().invalid_input);
   EXPECT_NE(refused.error().message.find("GPU 9 does not exist"), std::string::npos);
-  auto garbage = compact::exchange(socket_, "ntasks=many\n", 1000);
+  auto garbage = protocol::exchange(socket_, std::string("\x0a\xff\xff", 3), 1000);
   ASSERT_FALSE(garbage);
-  EXPECT_NE(garbage.error().message.find("is not a number"), std::string::npos);
+  EXPECT_TRUE(garbage.error().invalid_input);
+  EXPECT_NE(garbage.error().message.find("not a gpubind.v1.PlanRequest"), std::string::npos);
 
   // Both protocols count in the same statistics.
   auto status = client().status(2s);
   ASSERT_TRUE(status);
-  EXPECT_EQ(status->requests, 1u);
-  EXPECT_EQ(status->errors, 1u);
+  EXPECT_EQ(status->requests, 2u);
+  EXPECT_EQ(status->errors, 1u) << "the undecodable request never reached the planner";
+}
+
+// A newer plugin's request: a field this daemon does not know is skipped, the plan is the same.
+TEST_F(DaemonTest, RequestFieldsTheDaemonDoesNotKnowAreSkipped) {
+  start();
+  auto bytes = protocol::encode_request(eight_task_step());
+  ASSERT_TRUE(bytes);
+  // Field 1000, length-delimited: a later release's addition.
+  const std::string later = *bytes + std::string("\xc2\x3e\x05later", 8);
+  auto plain = protocol::exchange(socket_, *bytes, 1000);
+  auto newer = protocol::exchange(socket_, later, 1000);
+  ASSERT_TRUE(newer) << newer.error().message;
+  ASSERT_TRUE(plain);
+  auto a = protocol::decode_plan(*plain);
+  auto b = protocol::decode_plan(*newer);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->tasks.size(), b->tasks.size());
+  for (size_t i = 0; i < a->tasks.size(); ++i)
+    EXPECT_EQ(a->tasks[i].cpus, b->tasks[i].cpus);
+}
+
+// Another frame version (the text protocol of the first release, or a later one) is answered
+// with the version the daemon speaks, and the client takes it as "no daemon": the plugin falls
+// back instead of leaving the step unbound.
+TEST_F(DaemonTest, AnotherFrameVersionIsToldAndFallsBack) {
+  start();
+  const std::string answer = raw_exchange(socket_, compact_frame(1, "ntasks=1\n"));
+  ASSERT_GE(answer.size(), compact::kAnswerHeaderBytes);
+  EXPECT_EQ(static_cast<uint8_t>(answer[0]), compact::kStatusUnsupportedVersion);
+  EXPECT_NE(answer.find("speaks version 2"), std::string::npos) << answer.substr(5);
+  EXPECT_EQ(raw_exchange(socket_, compact_frame(3, "")).at(0),
+            static_cast<char>(compact::kStatusUnsupportedVersion));
+  EXPECT_TRUE(client().status(2s)) << "the daemon serves on";
+}
+
+// The fallback library answers the bytes the daemon answers, for the same request and policy.
+TEST_F(DaemonTest, TheFallbackLibraryAnswersWhatTheDaemonAnswers) {
+  start();
+  // The fallback finds the topology through the policy, as on a node whose policy names one.
+  const std::string policy = dir_ + "/fallback.conf";
+  write_file(policy, "reserve_first_core_per_l3: true\nsmt: 1\ntopology_file: \"" + kFixtures +
+                         "/lumi-g.xml\"\n");
+  // In a process of its own, as in slurmstepd: this one has protobuf and the schema already.
+  const auto fallback = [&](const std::string& bytes, std::string& out) {
+    const std::string in = dir_ + "/request.bin", answer = dir_ + "/answer.bin";
+    write_file(in, bytes);
+    const int status = std::system(
+        (kStepdDriver + " " + kStepdLib + " " + policy + " < " + in + " > " + answer).c_str());
+    std::ifstream file(answer, std::ios::binary);
+    out.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  auto bytes = protocol::encode_request(eight_task_step());
+  ASSERT_TRUE(bytes);
+  std::string local;
+  ASSERT_EQ(fallback(*bytes, local), 0) << local;
+  auto from_fallback = protocol::decode_plan(local);
+  auto from_daemon = protocol::ask_daemon(socket_, eight_task_step(), 1000);
+  ASSERT_TRUE(from_fallback && from_daemon);
+  ASSERT_EQ(from_fallback->tasks.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(from_fallback->tasks[i].cpus, from_daemon->tasks[i].cpus);
+    EXPECT_EQ(spank::describe_gpus(from_fallback->tasks[i].gpus),
+              spank::describe_gpus(from_daemon->tasks[i].gpus));
+  }
+  // A refusal is a text that says why.
+  std::string why;
+  EXPECT_EQ(fallback("\x0a\xff", why), 1);
+  EXPECT_EQ(why, "not a gpubind.v1.PlanRequest");
 }
 
 TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
@@ -405,9 +509,9 @@ TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(client().status(3s));
-  spank::StepRequest step;
+  protocol::StepRequest step;
   step.ntasks = 1;
-  EXPECT_TRUE(compact::exchange(socket_, spank::encode(step), 3000));
+  EXPECT_TRUE(protocol::ask_daemon(socket_, step, 3000));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
   for (int fd : silent)
     close(fd);
@@ -417,7 +521,7 @@ TEST_F(DaemonTest, ATricklingCompactClientIsCutOffAfterTwoSeconds) {
   start();
   const int fd = testing::connect_unix(socket_);
   ASSERT_GE(fd, 0);
-  const char header[12] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1', 100, 0, 0, 0};
+  const char header[12] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', 2, 100, 0, 0, 0};
   ASSERT_EQ(write(fd, header, sizeof header), 12);
   const auto t0 = std::chrono::steady_clock::now();
   bool closed = false;
@@ -443,7 +547,7 @@ TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
   ASSERT_FALSE(reply);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_NE(reply.error().message.find("/tmp/gpubind-test-no-such.sock"), std::string::npos);
-  auto compact_reply = compact::exchange("/tmp/gpubind-test-no-such.sock", "ntasks=1\n", 300);
+  auto compact_reply = protocol::exchange("/tmp/gpubind-test-no-such.sock", "", 300);
   ASSERT_FALSE(compact_reply);
   EXPECT_FALSE(compact_reply.error().invalid_input);
   EXPECT_NE(compact_reply.error().message.find("daemon unavailable"), std::string::npos);
@@ -455,7 +559,7 @@ TEST(DaemonClient, AStoppedDaemonTimesOutAtTheDeadline) {
   const int fd = testing::make_listening_socket(path);  // accepts into the backlog, never answers
   ASSERT_GE(fd, 0);
   const auto t0 = std::chrono::steady_clock::now();
-  auto reply = compact::exchange(path, "ntasks=1\n", 200);
+  auto reply = protocol::exchange(path, "", 200);
   const auto elapsed = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(reply);
   EXPECT_NE(reply.error().message.find("did not answer in time"), std::string::npos);

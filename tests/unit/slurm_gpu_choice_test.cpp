@@ -98,11 +98,10 @@ StepPlan two_gpu_plan() {
     const std::string token = rank < 2 ? "0" : "1";
     const std::string pci = rank < 2 ? "0000:40:00.0" : "0000:c1:00.0";
     task.tokens = token;
-    task.ngpus = 1;
     task.vendor = "nvidia";
     task.numa = rank < 2 ? 0 : 1;
     task.nic = rank < 2 ? "hsn0" : "hsn1";
-    task.gpus = token + " (" + pci + ", NUMA " + std::to_string(rank < 2 ? 0 : 1) + ")";
+    task.gpus = {{token, pci, "NUMA " + std::to_string(rank < 2 ? 0 : 1)}};
     task.env = {
         {"CUDA_VISIBLE_DEVICES", token, false}, {"OMP_NUM_THREADS", "4", true},
         {"NCCL_IB_HCA", task.nic, false},       {"GPUBIND_LOCAL_RANK", std::to_string(rank), false},
@@ -164,8 +163,7 @@ TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsTakeTheCoresOfThoseThatHoldOne) {
   EXPECT_TRUE(kept.cores_may_be_shared);
   EXPECT_EQ(kept.task.cpus, "0-15");
   EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), "0000:40:00.0,0000:c1:00.0");
-  EXPECT_EQ(kept.task.ngpus, 2);
-  EXPECT_EQ(kept.task.gpus, "0 (0000:40:00.0, NUMA 0) 1 (0000:c1:00.0, NUMA 1)")
+  EXPECT_EQ(describe_gpus(kept.task.gpus), "0 (0000:40:00.0, NUMA 0) 1 (0000:c1:00.0, NUMA 1)")
       << "each GPU as the plan's verbose line describes it";
 }
 

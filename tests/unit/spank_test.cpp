@@ -1,4 +1,4 @@
-// The plugin's pure parts: user flags, plugstack arguments, the step text protocol, reading the
+// The plugin's pure parts: user flags, plugstack arguments, reading the
 // step's GPUs from its environment, and the visibility variables a task ends up with.
 #include <gtest/gtest.h>
 
@@ -7,9 +7,7 @@
 #include "../support/fixtures.h"
 #include "../support/requests.h"
 #include "options.h"
-#include "step_convert.h"
 #include "step_env.h"
-#include "step_text.h"
 
 namespace gpubind::spank {
 namespace {
@@ -92,99 +90,6 @@ TEST(SiteArgs, BadArgumentsAreNamed) {
   expect({"verbose"}, "'verbose' is not key=value");
 }
 
-TEST(StepText, RequestRoundTrips) {
-  StepRequest r;
-  r.job_id = 42;
-  r.step_id = 3;
-  r.ntasks = 8;
-  r.allowed_cpus = "0-63";
-  r.allowed_cores = "0-7";
-  r.gpus_given = true;
-  r.gpus = {{4, "0"}, {5, "GPU-1"}};
-  r.cpus_per_task = 7;
-  r.order = "cpu";
-  r.smt = 1;
-  r.no_nic_env = true;
-  r.ze_hierarchy = "composite";
-  r.socket = "/run/gpubind/gpubind.sock";
-  r.timeout_ms = 250;
-  r.fallback = false;
-  r.policy = "/etc/gpubind/policy.conf";
-  auto back = decode_request(encode(r));
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(encode(*back), encode(r));
-  EXPECT_EQ(back->gpus[1].second, "GPU-1");
-  EXPECT_FALSE(back->fallback);
-}
-
-TEST(StepText, PlanRoundTripsAndBadTextIsRefused) {
-  StepPlan plan;
-  plan.source = "daemon";
-  plan.warnings = {"first", "second\nline"};
-  TaskBinding t;
-  t.rank = 1;
-  t.cpus = "57-63";
-  t.numa = 3;
-  t.l3 = 7;
-  t.gpus = "1 (0000:c6:00.0)";
-  t.ngpus = 1;
-  t.tokens = "1";
-  t.vendor = "amd";
-  t.nic = "hsn0";
-  t.env = {{"ROCR_VISIBLE_DEVICES", "1", false},
-           {"OMP_NUM_THREADS", "7", true},
-           {"MPICH_OFI_NIC_MAPPING", "0:0-1; 1:2-3", false}};
-  plan.tasks = {t};
-  auto back = decode_plan(encode(plan));
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(encode(*back), encode(plan));
-  EXPECT_EQ(back->warnings[1], "second line") << "values stay on one line";
-  EXPECT_TRUE(back->tasks[0].env[1].only_if_unset);
-  EXPECT_EQ(back->tasks[0].env[2].value, "0:0-1; 1:2-3");
-  EXPECT_FALSE(decode_plan("cpus=1\n")) << "fields before a task";
-  EXPECT_FALSE(decode_plan("task=x\n"));
-  EXPECT_FALSE(decode_plan("source=daemon\nbogus=1\n"));
-  EXPECT_FALSE(decode_request("ntasks=eight\n"));
-  EXPECT_FALSE(decode_request("gpu=zero:0\n"));
-  EXPECT_FALSE(decode_request("ze_hierarchy=sideways\n"));
-  // Keys only where they say something: a daemon of the release before them still reads the rest.
-  EXPECT_EQ(encode(StepRequest{}).find("ze_hierarchy"), std::string::npos);
-  EXPECT_EQ(encode(StepRequest{}).find("unplaced_gpu"), std::string::npos);
-}
-
-// The daemon's compact path and the fallback both convert here: a negative count, GPU index or
-// smt is refused by name, not quietly taken as "not given" or as GPU 0.
-TEST(StepText, NegativeNumbersAreRefused) {
-  StepRequest r;
-  r.ntasks = 2;
-  ASSERT_TRUE(to_plan_request(r));
-  r.gpus_per_task = -1;
-  auto refused = to_plan_request(r);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().message, "gpus_per_task is negative (-1)");
-  r.gpus_per_task = 0;
-  r.cpus_per_task = -7;
-  EXPECT_FALSE(to_plan_request(r));
-  r.cpus_per_task = 0;
-  r.gpus_given = true;
-  r.gpus = {{-1, "x"}};
-  EXPECT_FALSE(to_plan_request(r)) << "the daemon would otherwise read GPU 0";
-  r.gpus.clear();
-  r.smt = -5;
-  EXPECT_FALSE(to_plan_request(r));
-  r.smt = -1;
-  EXPECT_TRUE(to_plan_request(r)) << "-1 is the policy's";
-}
-
-// gpubindctl bench asks over the compact protocol what it would ask over gRPC.
-TEST(StepText, PlanRequestsSurviveTheStepText) {
-  for (const PlanRequest& sent : {testing::request_with_every_field(), PlanRequest{}}) {
-    auto back = to_plan_request(*decode_request(encode(to_step_request(sent))));
-    ASSERT_TRUE(back) << back.error().message;
-    testing::expect_same_request(*back, sent);
-  }
-}
-
 EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
@@ -243,7 +148,7 @@ std::map<std::string, std::string> updates_of(const EnvLookup& step, const TaskB
 TaskBinding gpu_task(const std::string& vendor, int ngpus, const std::string& tokens) {
   TaskBinding task;
   task.vendor = vendor;
-  task.ngpus = ngpus;
+  task.gpus.resize(static_cast<size_t>(ngpus));
   task.tokens = tokens;
   return task;
 }
@@ -324,7 +229,7 @@ TEST(StepEnv, ZeHierarchyFromTheTasksEnvironment) {
 TEST(StepEnv, VerboseLineListsEveryNic) {
   TaskBinding t;
   t.cpus = "0-27";
-  t.gpus = "0 (0000:18:00.0) 1 (0000:2a:00.0)";
+  t.gpus = {{"0", "0000:18:00.0", ""}, {"1", "0000:2a:00.0", ""}};
   t.nic = "mlx5_0,mlx5_1";
   EXPECT_NE(describe_binding("h", 0, t, "daemon").find("NIC mlx5_0,mlx5_1 [daemon]"),
             std::string::npos);
@@ -336,7 +241,7 @@ TEST(StepEnv, VerboseLine) {
   t.cpus = "57-63";
   t.l3 = 7;
   t.numa = 3;
-  t.gpus = "1 (0000:c6:00.0)";
+  t.gpus = {{"1", "0000:c6:00.0", ""}};
   t.nic = "hsn0";
   EXPECT_EQ(describe_binding("nid001", 9, t, "daemon"),
             "gpubind: nid001 rank 9 (local 1): cpus 57-63 (L3 7, NUMA 3), GPU 1 (0000:c6:00.0), "
@@ -453,17 +358,6 @@ TEST(UserFlags, HelpSaysHowFlagsAreGivenAndWhatWins) {
        {"--gpu-bind-auto=verbose,order=cpu", "every step of the\njob", "srun's own flags win",
         "SLURM_GPU_BIND_AUTO", "--cpu-bind", "--gpu-bind=none", "--gpus-per-task", "=off"})
     EXPECT_NE(help.find(needed), std::string::npos) << needed;
-}
-
-TEST(StepConvert, TheVerboseLineNamesEachGpusLocality) {
-  const Topology& lumi = gpubind::testing::fixture("lumi-g");
-  PlanRequest request;
-  request.ntasks = 8;
-  auto plan = make_plan(lumi, SitePolicy{}, request);
-  ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(to_step_plan(*plan, "daemon", &lumi).tasks[0].gpus, "0 (0000:c1:00.0, L3 6)");
-  EXPECT_EQ(to_step_plan(*plan, "daemon").tasks[0].gpus, "0 (0000:c1:00.0)")
-      << "without the topology (across a reload), the bus id alone";
 }
 
 TEST(LauncherComponents, EachComponentHasItsOwnFlagsAndBinding) {

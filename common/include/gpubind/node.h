@@ -18,6 +18,10 @@ struct Node {
 // Where gpubindd and the in-process fallback look for the site policy when none is named.
 inline constexpr const char* kDefaultPolicyPath = "/etc/gpubind/policy.conf";
 
+// The policy gpubindd and the fallback plan with: the named file, else the site's file where it
+// exists, else none (the built-in defaults).
+std::optional<std::string> policy_to_load(const std::optional<std::string>& named);
+
 struct NodeSources {
   // Policy file; nullopt = the built-in defaults.
   std::optional<std::string> policy_path;

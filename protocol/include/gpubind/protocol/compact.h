@@ -1,11 +1,17 @@
-// The compact plan protocol between the SPANK plugin and gpubindd, on gpubindd's socket next to
-// gRPC: loading a gRPC client costs slurmstepd ~13 ms per job step (dynamic linking of ~60
-// libraries), this costs nothing. The daemon tells the two apart by the first bytes a client
-// sends: gRPC's HTTP/2 preface, or kMagic.
+// The compact transport between the SPANK plugin and gpubindd, on gpubindd's socket next to gRPC:
+// loading a gRPC client costs slurmstepd ~13 ms per job step (dynamic linking of ~60 libraries),
+// this costs nothing. The payloads are binder.proto's messages, as gRPC carries them; only the
+// framing differs. The daemon tells the two apart by the first bytes a client sends: gRPC's HTTP/2
+// preface, or kMagic followed by the frame's version.
 //
-//   request:  "GPUBIND1" | u32 length (little-endian) | StepRequest text (step_text.h)
-//   answer:   u8 status  | u32 length (little-endian) | StepPlan text (status 0) or the reason
-//             the request was refused (status 1)
+//   request:  "GPUBIND" | u8 version | u32 length (little-endian) | gpubind.v1.PlanRequest
+//   answer:   u8 status | u32 length (little-endian) | gpubind.v1.PlanResponse (kStatusPlan),
+//             or a text: why the request was refused (kStatusRefused), or which versions the
+//             daemon speaks (kStatusUnsupportedVersion)
+//
+// Fields a side does not know are skipped by protobuf's rules: a newer plugin and an older daemon
+// still agree. A frame version a daemon does not speak is answered kStatusUnsupportedVersion, and
+// the plugin treats any status it does not know as "no daemon" (it falls back), never as a refusal.
 #pragma once
 
 #include <cstddef>
@@ -15,11 +21,17 @@
 
 namespace gpubind::compact {
 
-inline constexpr char kMagic[8] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', '1'};
+inline constexpr char kMagic[7] = {'G', 'P', 'U', 'B', 'I', 'N', 'D'};
+// Version 1 carried key=value texts; 2 carries protobuf.
+inline constexpr uint8_t kVersion = 2;
+inline constexpr size_t kRequestHeaderBytes = sizeof kMagic + 1 + 4;
+inline constexpr size_t kAnswerHeaderBytes = 1 + 4;
 using protocol::kMaxRequestBytes;
 inline constexpr uint32_t kMaxAnswerBytes = 16 * 1024 * 1024;
+
 inline constexpr uint8_t kStatusPlan = 0;
 inline constexpr uint8_t kStatusRefused = 1;
+inline constexpr uint8_t kStatusUnsupportedVersion = 2;
 
 // The u32 little-endian lengths of both frames.
 inline void put_length(char* out, uint32_t length) {

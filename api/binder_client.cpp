@@ -19,10 +19,9 @@
 #include <vector>
 
 #include "api_convert.h"
-#include "compact_client.h"
+#include "gpubind/protocol/client.h"
+#include "gpubind/protocol/io.h"
 #include "gpubind/v1/binder.grpc.pb.h"
-#include "step_convert.h"
-#include "step_text.h"
 
 namespace gpubind::client {
 namespace {
@@ -116,24 +115,13 @@ BenchResult run_clients(int clients, int requests, MakeCall make_call) {
   return summarize(latencies, seconds, errors, first_error);
 }
 
+// The floor's exchanges, bounded as every exchange on gpubind's socket is.
 bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  return protocol::send_all(fd, data, size, Clock::now() + std::chrono::seconds(10)).ok();
 }
 
 bool read_all(int fd, char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = read(fd, data, size);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  return protocol::receive_all(fd, data, size, Clock::now() + std::chrono::seconds(10)).ok();
 }
 
 }  // namespace
@@ -238,12 +226,13 @@ BenchResult bench_plan(const std::string& socket_path, const PlanRequest& reques
 
 BenchResult bench_compact(const std::string& socket_path, const PlanRequest& request, int clients,
                           int requests) {
-  const std::string text = spank::encode(spank::to_step_request(request));
+  // The bytes the plugin sends, and its own decoder on the answer.
+  const std::string bytes = api::request_to_proto(request).SerializeAsString();
   return run_clients(clients, requests, [&] {
     return [&]() -> std::string {
-      auto answer = compact::exchange(socket_path, text, 10000);
+      auto answer = protocol::exchange(socket_path, bytes, 10000);
       if (!answer) return answer.error().message;
-      return spank::decode_plan(*answer) ? std::string() : "undecodable compact answer";
+      return protocol::decode_plan(*answer) ? std::string() : "undecodable compact answer";
     };
   });
 }

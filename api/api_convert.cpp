@@ -157,7 +157,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   return proto;
 }
 
-void plan_to_proto(const Plan& plan, v1::PlanResponse& proto) {
+void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* topology) {
   proto.mutable_tasks()->Reserve(static_cast<int>(plan.tasks.size()));
   for (const TaskPlan& task : plan.tasks) {
     v1::TaskPlan* out = proto.add_tasks();
@@ -173,6 +173,8 @@ void plan_to_proto(const Plan& plan, v1::PlanResponse& proto) {
       g->set_pci(gpu.pci);
       g->set_vendor(vendor_name(gpu.vendor));
       g->set_tile(gpu.tile);
+      if (topology && gpu.gpu >= 0 && gpu.gpu < static_cast<int>(topology->gpus.size()))
+        g->set_locality(describe_locality(topology->gpus[gpu.gpu].locality));
     }
     out->set_nic_index(task.nic);
     out->set_nic(task.nic_name);

@@ -1,17 +1,17 @@
-// What the plugin asks libgpubind_stepd.so and what it answers, as "key=value" lines: simple to
-// produce, parse, log and test on both sides of the dlopen boundary.
+// A step's plan request and its answer as the plugin (and every client that speaks the compact
+// transport) holds them: plain C++ values, free of protobuf, encoded to and decoded from
+// binder.proto's PlanRequest and PlanResponse by client.h.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "gpubind/result.h"
-
-namespace gpubind::spank {
+namespace gpubind::protocol {
 
 struct StepRequest {
-  unsigned long job_id = 0, step_id = 0;
+  uint64_t job_id = 0, step_id = 0;
   int ntasks = 1;
   std::string allowed_cpus;   // cpu list; empty = no restriction
   std::string allowed_cores;  // core indices (Slurm's S_STEP_ALLOC_CORES); empty = none given
@@ -23,11 +23,6 @@ struct StepRequest {
   int smt = -1;       // -1 = the policy's
   bool no_gpu_env = false, no_nic_env = false, omp = false;
   std::string ze_hierarchy;  // "" or "flat" (Level Zero's default), "composite"
-  // Site settings for the library.
-  std::string socket;
-  int timeout_ms = 1000;
-  bool fallback = true;  // plan in-process when the daemon cannot
-  std::string policy;    // policy file for the fallback
 };
 
 struct TaskEnv {
@@ -35,12 +30,16 @@ struct TaskEnv {
   bool only_if_unset = false;
 };
 
+// One GPU of a task: its visibility token, bus id and locality ("L3 6"), for people.
+struct TaskGpuInfo {
+  std::string token, pci, locality;
+};
+
 struct TaskBinding {
   int rank = 0;  // local rank
   std::string cpus;
   int numa = -1, l3 = -1;
-  std::string gpus;  // "0 (0000:c1:00.0)", for people
-  int ngpus = 0;
+  std::vector<TaskGpuInfo> gpus;
   std::string tokens;  // the task's GPU visibility tokens, "3" or "2,3"
   std::string vendor;  // vendor of the task's GPUs, "" without GPUs
   std::string nic;
@@ -48,14 +47,9 @@ struct TaskBinding {
 };
 
 struct StepPlan {
-  std::string source;  // "daemon" or "fallback"
+  std::string source;  // who planned: "daemon" or "fallback" (set by the caller)
   std::vector<std::string> warnings;
   std::vector<TaskBinding> tasks;
 };
 
-std::string encode(const StepRequest& request);
-Result<StepRequest> decode_request(const std::string& text);
-std::string encode(const StepPlan& plan);
-Result<StepPlan> decode_plan(const std::string& text);
-
-}  // namespace gpubind::spank
+}  // namespace gpubind::protocol

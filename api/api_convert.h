@@ -22,7 +22,8 @@ using protocol::kMaxTokenBytes;
 Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto);
 v1::PlanRequest request_to_proto(const PlanRequest& request);
 
-void plan_to_proto(const Plan& plan, v1::PlanResponse& proto);
+// With the topology the plan was made on, each GPU names its locality ("L3 6").
+void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* topology = nullptr);
 Plan plan_from_proto(const v1::PlanResponse& proto);
 
 void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto);
