@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "binder_service.h"
-#include "cli_args.h"
 #include "compact_server.h"
 #include "daemon_state.h"
+#include "gpubind/cli_args.h"
 #include "gpubind/node.h"
 #include "gpubind/parse.h"
 #include "gpubind/planner.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "affinity.h"
+#include "gpubind/affinity.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
 #include "plugin_state.h"

@@ -5,7 +5,7 @@
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
 #include "../support/requests.h"
-#include "gpubind/plan_format.h"
+#include "gpubind/output/plan_format.h"
 #include "plan_cache.h"
 
 namespace gpubind {

@@ -1,8 +1,9 @@
-#include "gpubind/plan_format.h"
+#include "gpubind/output/plan_format.h"
 
 #include <gtest/gtest.h>
 
 #include "../support/fixtures.h"
+#include "gpubind/output/json.h"
 
 namespace gpubind {
 namespace {
@@ -38,6 +39,22 @@ TEST(PlanFormat, JsonEscapesAndWarnings) {
   plan.warnings.push_back("a \"quoted\"\nline");
   const std::string json = plan_to_json(plan);
   EXPECT_NE(json.find(R"("warnings":["a \"quoted\"\nline"])"), std::string::npos) << json;
+}
+
+// A daemon up 14 days: its uptime in full, not "1.23457e+06"; large counters exactly.
+TEST(PlanFormat, JsonNumbersArePrintedExactly) {
+  const output::Json json{{"uptime_s", 1234567.25}, {"requests", 18446744073709551615ull}};
+  EXPECT_EQ(output::to_text(json), "{\"uptime_s\":1234567.25,\"requests\":18446744073709551615}");
+}
+
+// Environment values are bytes: text that is not UTF-8 is replaced, not an exception.
+TEST(PlanFormat, JsonReplacesTextThatIsNotUtf8) {
+  const output::Json json{{"CUDA_VISIBLE_DEVICES",
+                           "\xff"
+                           "1"}};
+  EXPECT_EQ(output::to_text(json),
+            "{\"CUDA_VISIBLE_DEVICES\":\"\xef\xbf\xbd"
+            "1\"}");
 }
 
 TEST(PlanFormat, TableShowsEveryTaskAndWarnings) {

@@ -1,4 +1,4 @@
-#include "gpubind/plan_svg.h"
+#include "gpubind/output/plan_svg.h"
 
 #include <gtest/gtest.h>
 

@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "checks.h"
-#include "gpubind/plan_timing.h"
+#include "gpubind/output/plan_timing.h"
 #include "report.h"
 
 namespace gpubind::quality {

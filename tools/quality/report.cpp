@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "gpubind/json.h"
+#include "gpubind/output/json.h"
 
 namespace gpubind::quality {
 namespace {
@@ -112,56 +112,51 @@ std::string summary_line(const std::vector<DumpReport>& dumps) {
   return line + ")\n";
 }
 
-void write_timing(JsonWriter& json, const char* key, const std::optional<PlanTiming>& timing) {
-  json.key(key);
-  if (timing)
-    json.value(timing->median_us);
-  else
-    json.null();
+using output::Json;
+
+Json timing_json(const std::optional<PlanTiming>& timing) {
+  return timing ? Json(timing->median_us) : Json(nullptr);
 }
 
-void write_case(JsonWriter& json, const CaseScore& c) {
-  json.begin_object();
-  json.key("case").value(c.spec.label());
-  json.key("ntasks").value(c.spec.ntasks);
-  json.key("order").value(order_name(c.spec.order));
-  json.key("reserve").value(c.spec.reserve);
-  json.key("tasks").value(c.tasks);
-  json.key("l3_straddles").value(c.straddles);
-  json.key("worst_core_ratio").value(c.worst_ratio);
-  json.key("on_gpu_locality").value(c.on_gpu_locality);
-  json.key("locality_counted").value(c.locality_counted);
-  json.key("cores_used").value(c.cores_used);
-  json.key("nic_not_nearest").value(c.nic_not_nearest);
-  json.key("violations").begin_array();
-  for (const Violation& v : c.violations) {
-    json.begin_object().key("kind").value(v.kind).key("what").value(v.what).end_object();
-  }
-  json.end_array().end_object();
+Json case_json(const CaseScore& c) {
+  Json violations = Json::array();
+  for (const Violation& v : c.violations)
+    violations.push_back(Json{{"kind", v.kind}, {"what", v.what}});
+  return Json{{"case", c.spec.label()},
+              {"ntasks", c.spec.ntasks},
+              {"order", order_name(c.spec.order)},
+              {"reserve", c.spec.reserve},
+              {"tasks", c.tasks},
+              {"l3_straddles", c.straddles},
+              {"worst_core_ratio", c.worst_ratio},
+              {"on_gpu_locality", c.on_gpu_locality},
+              {"locality_counted", c.locality_counted},
+              {"cores_used", c.cores_used},
+              {"nic_not_nearest", c.nic_not_nearest},
+              {"violations", std::move(violations)}};
 }
 
-void write_dump(JsonWriter& json, const DumpReport& dump) {
+Json dump_json(const DumpReport& dump) {
   const Totals t = totals_of(dump);
-  json.begin_object();
-  json.key("dump").value(dump.name);
-  json.key("gpus").value(dump.gpus);
-  json.key("nics").value(dump.nics);
-  json.key("cores").value(dump.cores);
-  json.key("cases").value(t.cases);
-  json.key("l3_straddles").value(t.straddles);
-  json.key("worst_core_ratio").value(t.worst_ratio);
-  json.key("on_gpu_locality").value(t.on_gpu_locality);
-  json.key("locality_counted").value(t.locality_counted);
-  json.key("cores_used_min").value(t.cores_used_min);
-  json.key("cores_used_mean").value(t.cores_used_mean);
-  json.key("nic_not_nearest").value(t.nic_not_nearest);
-  write_timing(json, "plan_one_per_gpu_us", dump.time_one_per_gpu);
-  write_timing(json, "plan_one_per_core_us", dump.time_one_per_core);
-  json.key("violations").value(t.violations);
-  json.key("by_case").begin_array();
+  Json cases = Json::array();
   for (const CaseScore& c : dump.cases)
-    write_case(json, c);
-  json.end_array().end_object();
+    cases.push_back(case_json(c));
+  return Json{{"dump", dump.name},
+              {"gpus", dump.gpus},
+              {"nics", dump.nics},
+              {"cores", dump.cores},
+              {"cases", t.cases},
+              {"l3_straddles", t.straddles},
+              {"worst_core_ratio", t.worst_ratio},
+              {"on_gpu_locality", t.on_gpu_locality},
+              {"locality_counted", t.locality_counted},
+              {"cores_used_min", t.cores_used_min},
+              {"cores_used_mean", t.cores_used_mean},
+              {"nic_not_nearest", t.nic_not_nearest},
+              {"plan_one_per_gpu_us", timing_json(dump.time_one_per_gpu)},
+              {"plan_one_per_core_us", timing_json(dump.time_one_per_core)},
+              {"violations", t.violations},
+              {"by_case", std::move(cases)}};
 }
 
 }  // namespace
@@ -193,19 +188,17 @@ std::string report_markdown(const std::vector<DumpReport>& dumps) {
 }
 
 std::string report_json(const std::vector<DumpReport>& dumps) {
-  JsonWriter json;
-  json.begin_object().key("dumps").begin_array();
+  Json all = Json::array(), by_kind = Json::object();
   for (const DumpReport& dump : dumps)
-    write_dump(json, dump);
-  json.end_array();
-  json.key("violations").value(violation_count(dumps));
-  json.key("by_kind").begin_object();
+    all.push_back(dump_json(dump));
   for (const auto& [kind, count] : violations_by_kind(dumps))
-    json.key(kind).value(count);
-  json.end_object();
-  json.key("summary").value(summary_line(dumps).substr(0, summary_line(dumps).size() - 1));
-  json.end_object();
-  return json.str() + "\n";
+    by_kind[kind] = count;
+  const std::string summary = summary_line(dumps);
+  return output::to_text(Json{{"dumps", std::move(all)},
+                              {"violations", violation_count(dumps)},
+                              {"by_kind", std::move(by_kind)},
+                              {"summary", summary.substr(0, summary.size() - 1)}}) +
+         "\n";
 }
 
 }  // namespace gpubind::quality

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "checks.h"
-#include "gpubind/plan_timing.h"
+#include "gpubind/output/plan_timing.h"
 
 namespace gpubind::quality {
 

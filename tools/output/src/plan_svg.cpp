@@ -1,6 +1,6 @@
 // Lays the node out as nested boxes (package > NUMA > L3 > cores) measured bottom-up, attaches
 // each GPU and NIC to the smallest box its locality names, then draws it all in one pass.
-#include "gpubind/plan_svg.h"
+#include "gpubind/output/plan_svg.h"
 
 #include <algorithm>
 #include <cmath>

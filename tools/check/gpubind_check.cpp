@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "affinity.h"
+#include "gpubind/affinity.h"
 #include "gpubind/cpuset.h"
-#include "gpubind/json.h"
+#include "gpubind/output/json.h"
 
 namespace {
 
@@ -39,7 +39,7 @@ std::string env_or(const char* name, const char* fallback) {
 }
 
 std::string allowed_cpus() {
-  return gpubind::spank::current_affinity().to_list();
+  return gpubind::current_affinity().to_list();
 }
 
 std::string hostname() {
@@ -49,21 +49,19 @@ std::string hostname() {
 }
 
 void print_json() {
-  gpubind::JsonWriter json;
-  json.begin_object();
-  json.key("rank").value(env_or("SLURM_PROCID", "-"));
-  json.key("local_rank").value(env_or("SLURM_LOCALID", "-"));
-  json.key("host").value(hostname());
-  json.key("node").value(env_or("SLURMD_NODENAME", "-"));
-  json.key("cpus").value(allowed_cpus());
-  json.key("env").begin_object();
+  gpubind::output::Json env = gpubind::output::Json::object();
   for (const auto* list : {&kGpuVars, &kNicVars, &kOtherVars}) {
     for (const char* name : *list) {
-      if (const char* value = std::getenv(name)) json.key(name).value(value);
+      if (const char* value = std::getenv(name)) env[name] = value;
     }
   }
-  json.end_object().end_object();
-  std::printf("%s\n", json.str().c_str());
+  const gpubind::output::Json json{{"rank", env_or("SLURM_PROCID", "-")},
+                                   {"local_rank", env_or("SLURM_LOCALID", "-")},
+                                   {"host", hostname()},
+                                   {"node", env_or("SLURMD_NODENAME", "-")},
+                                   {"cpus", allowed_cpus()},
+                                   {"env", std::move(env)}};
+  std::printf("%s\n", gpubind::output::to_text(json).c_str());
 }
 
 void print_line() {

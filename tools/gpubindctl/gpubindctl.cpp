@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "binder_client.h"
-#include "cli_args.h"
-#include "gpubind/json.h"
+#include "gpubind/cli_args.h"
 #include "gpubind/node.h"
-#include "gpubind/plan_format.h"
-#include "gpubind/plan_svg.h"
-#include "gpubind/plan_timing.h"
+#include "gpubind/output/json.h"
+#include "gpubind/output/plan_format.h"
+#include "gpubind/output/plan_svg.h"
+#include "gpubind/output/plan_timing.h"
 #include "gpubind/planner.h"
 #include "gpubind/protocol/limits.h"
 
@@ -278,25 +278,22 @@ int run_status(const Args& args) {
   if (!status) return fail(status.error().message, kExitFailed);
   const client::DaemonStatus& s = *status;
   if (args.has("json")) {
-    JsonWriter json;
-    json.begin_object();
-    json.key("socket").value(access->socket);
-    json.key("version").value(s.version);
-    json.key("uptime_s").value(s.uptime_s);
-    json.key("policy").value(s.policy_source);
-    json.key("policy_generation").value(static_cast<long long>(s.policy_generation));
-    json.key("topology").value(s.topology_source);
-    json.key("topology_generation").value(static_cast<long long>(s.topology_generation));
-    json.key("requests").value(static_cast<long long>(s.requests));
-    json.key("errors").value(static_cast<long long>(s.errors));
-    json.key("cache_hits").value(static_cast<long long>(s.cache_hits));
-    json.key("p50_us").value(s.p50_us);
-    json.key("p99_us").value(s.p99_us);
-    json.key("rss_bytes").value(static_cast<long long>(s.rss_bytes));
-    json.key("socket_activated").value(s.socket_activated);
-    json.key("last_reload_error").value(s.last_reload_error);
-    json.end_object();
-    std::cout << json.str() << "\n";
+    const output::Json json{{"socket", access->socket},
+                            {"version", s.version},
+                            {"uptime_s", s.uptime_s},
+                            {"policy", s.policy_source},
+                            {"policy_generation", s.policy_generation},
+                            {"topology", s.topology_source},
+                            {"topology_generation", s.topology_generation},
+                            {"requests", s.requests},
+                            {"errors", s.errors},
+                            {"cache_hits", s.cache_hits},
+                            {"p50_us", s.p50_us},
+                            {"p99_us", s.p99_us},
+                            {"rss_bytes", s.rss_bytes},
+                            {"socket_activated", s.socket_activated},
+                            {"last_reload_error", s.last_reload_error}};
+    std::cout << output::to_text(json) << "\n";
     return kExitOk;
   }
   std::printf("gpubindd %s on %s%s, up %.0f s\n", s.version.c_str(), access->socket.c_str(),
@@ -318,12 +315,12 @@ int run_status(const Args& args) {
   return kExitOk;
 }
 
-void write_bench(JsonWriter& json, const client::BenchResult& r) {
-  json.key("p50_us").value(r.p50_us);
-  json.key("p99_us").value(r.p99_us);
-  json.key("p999_us").value(r.p999_us);
-  json.key("plans_per_s").value(r.plans_per_s);
-  json.key("errors").value(static_cast<long long>(r.errors));
+output::Json bench_json(const client::BenchResult& r) {
+  return output::Json{{"p50_us", r.p50_us},
+                      {"p99_us", r.p99_us},
+                      {"p999_us", r.p999_us},
+                      {"plans_per_s", r.plans_per_s},
+                      {"errors", r.errors}};
 }
 
 int run_bench(const Args& args) {
@@ -363,36 +360,20 @@ int run_bench(const Args& args) {
     floor = *measured;
   }
   if (args.has("json")) {
-    JsonWriter json;
-    json.begin_object();
-    write_bench(json, rpc);
-    json.key("clients").value(*clients);
-    json.key("requests").value(*requests);
-    json.key("ntasks").value(request.ntasks);
-    json.key("cache").value(!bypass);
-    json.key("response_bytes").value(static_cast<long long>(probe->response_bytes));
-    json.key("daemon_cpu_s").value(daemon_cpu_s);
-    json.key("plans_per_daemon_cpu_s").value(plans_per_daemon_cpu_s);
-    json.key("daemon_rss_before_bytes")
-        .value(static_cast<long long>(before ? before->rss_bytes : 0));
-    json.key("daemon_rss_bytes").value(static_cast<long long>(after ? after->rss_bytes : 0));
-    if (compact) {
-      json.key("compact").begin_object();
-      write_bench(json, *compact);
-      json.end_object();
-    }
-    if (empty) {
-      json.key("empty_rpc").begin_object();
-      write_bench(json, *empty);
-      json.end_object();
-    }
-    if (floor) {
-      json.key("floor").begin_object();
-      write_bench(json, *floor);
-      json.end_object();
-    }
-    json.end_object();
-    std::cout << json.str() << "\n";
+    output::Json json = bench_json(rpc);
+    json["clients"] = *clients;
+    json["requests"] = *requests;
+    json["ntasks"] = request.ntasks;
+    json["cache"] = !bypass;
+    json["response_bytes"] = probe->response_bytes;
+    json["daemon_cpu_s"] = daemon_cpu_s;
+    json["plans_per_daemon_cpu_s"] = plans_per_daemon_cpu_s;
+    json["daemon_rss_before_bytes"] = before ? before->rss_bytes : 0;
+    json["daemon_rss_bytes"] = after ? after->rss_bytes : 0;
+    if (compact) json["compact"] = bench_json(*compact);
+    if (empty) json["empty_rpc"] = bench_json(*empty);
+    if (floor) json["floor"] = bench_json(*floor);
+    std::cout << output::to_text(json) << "\n";
   } else {
     std::printf("Plan RPC, %d clients, %d requests, %d tasks, %s, %zu-byte answers\n", *clients,
                 *requests, request.ntasks, bypass ? "planned afresh" : "cache allowed",

@@ -1,6 +1,5 @@
-#include "cli_args.h"
+#include "gpubind/cli_args.h"
 #include "gpubind/parse.h"
-
 
 namespace gpubind::cli {
 

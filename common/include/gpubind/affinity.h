@@ -8,7 +8,7 @@
 
 #include "gpubind/cpuset.h"
 
-namespace gpubind::spank {
+namespace gpubind {
 
 inline CpuSet current_affinity() {
   cpu_set_t set;
@@ -33,4 +33,4 @@ inline Status set_affinity(const CpuSet& cpus) {
   return Ok{};
 }
 
-}  // namespace gpubind::spank
+}  // namespace gpubind

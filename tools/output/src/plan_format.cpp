@@ -1,22 +1,22 @@
-#include "gpubind/plan_format.h"
+#include "gpubind/output/plan_format.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "gpubind/json.h"
+#include "gpubind/output/json.h"
 
 namespace gpubind {
 namespace {
 
-void write_locality(JsonWriter& json, const Locality& loc) {
-  json.begin_object();
-  json.key("kind").value(locality_kind_name(loc.kind));
-  json.key("index").value(locality_index(loc));
-  json.key("cpus").value(loc.cpus.to_list());
-  json.key("l3").value(loc.l3);
-  json.key("numa").value(loc.numa);
-  json.key("package").value(loc.package);
-  json.end_object();
+using output::Json;
+
+Json locality_json(const Locality& loc) {
+  return Json{{"kind", locality_kind_name(loc.kind)},
+              {"index", locality_index(loc)},
+              {"cpus", loc.cpus.to_list()},
+              {"l3", loc.l3},
+              {"numa", loc.numa},
+              {"package", loc.package}};
 }
 
 // Pads cells into aligned columns.
@@ -46,49 +46,35 @@ std::string plural(int n, const char* word) {
 }  // namespace
 
 std::string plan_to_json(const Plan& plan) {
-  JsonWriter json;
-  json.begin_object().key("tasks").begin_array();
+  Json tasks = Json::array();
   for (const TaskPlan& task : plan.tasks) {
-    json.begin_object();
-    json.key("rank").value(task.rank);
-    json.key("cpus").value(task.cpus.to_list());
-    json.key("cpu_mask").value(task.cpus.to_mask());
-    json.key("ncores").value(task.ncores);
-    json.key("gpus").begin_array();
+    Json gpus = Json::array();
     for (const TaskGpu& gpu : task.gpus) {
-      json.begin_object();
-      json.key("index").value(gpu.step_index);
-      json.key("pci").value(gpu.pci);
-      json.key("node_index").value(gpu.gpu);
-      json.key("token").value(gpu.token);
-      json.key("vendor").value(vendor_name(gpu.vendor));
-      if (gpu.tile >= 0) json.key("tile").value(gpu.tile);
-      json.end_object();
+      Json entry{{"index", gpu.step_index},
+                 {"pci", gpu.pci},
+                 {"node_index", gpu.gpu},
+                 {"token", gpu.token},
+                 {"vendor", vendor_name(gpu.vendor)}};
+      if (gpu.tile >= 0) entry["tile"] = gpu.tile;
+      gpus.push_back(std::move(entry));
     }
-    json.end_array();
-    if (task.nic >= 0) {
-      json.key("nic").value(task.nic_name);
-    } else {
-      json.key("nic").null();
-    }
-    json.key("numa").value(task.numa);
-    json.key("l3").value(task.l3);
-    json.key("env").begin_object();
-    for (const EnvVar& var : task.env)
-      json.key(var.name).value(var.value);
-    json.end_object();
-    json.key("env_only_if_unset").begin_array();
+    Json env = Json::object(), only_if_unset = Json::array();
     for (const EnvVar& var : task.env) {
-      if (var.only_if_unset) json.value(var.name);
+      env[var.name] = var.value;
+      if (var.only_if_unset) only_if_unset.push_back(var.name);
     }
-    json.end_array();
-    json.end_object();
+    tasks.push_back(Json{{"rank", task.rank},
+                         {"cpus", task.cpus.to_list()},
+                         {"cpu_mask", task.cpus.to_mask()},
+                         {"ncores", task.ncores},
+                         {"gpus", std::move(gpus)},
+                         {"nic", task.nic >= 0 ? Json(task.nic_name) : Json(nullptr)},
+                         {"numa", task.numa},
+                         {"l3", task.l3},
+                         {"env", std::move(env)},
+                         {"env_only_if_unset", std::move(only_if_unset)}});
   }
-  json.end_array().key("warnings").begin_array();
-  for (const std::string& warning : plan.warnings)
-    json.value(warning);
-  json.end_array().end_object();
-  return json.str() + "\n";
+  return output::to_text(Json{{"tasks", std::move(tasks)}, {"warnings", plan.warnings}}) + "\n";
 }
 
 std::string plan_to_table(const Plan& plan) {
@@ -112,45 +98,37 @@ std::string plan_to_table(const Plan& plan) {
 }
 
 std::string topology_to_json(const Topology& topology) {
-  JsonWriter json;
-  json.begin_object();
-  json.key("source").value(topology.source);
-  json.key("hostname").value(topology.hostname);
-  json.key("packages").value(topology.package_count);
-  json.key("numa_nodes").value(topology.numa_count);
-  json.key("l3_caches").value(topology.l3_count);
-  json.key("cores").value(static_cast<int>(topology.cores.size()));
-  json.key("pus").value(topology.all_pus().count());
-  json.key("gpus").begin_array();
+  Json gpus = Json::array(), nics = Json::array();
   for (const Gpu& gpu : topology.gpus) {
-    json.begin_object();
-    json.key("index").value(gpu.index);
-    json.key("pci").value(gpu.pci_bus_id);
-    json.key("vendor").value(vendor_name(gpu.vendor));
-    json.key("model").value(gpu.model);
-    json.key("os_name").value(gpu.os_name);
-    json.key("partition").value(gpu.partition);
-    json.key("partitions").value(gpu.partitions);
-    json.key("tiles").value(gpu.tiles);
-    json.key("locality");
-    write_locality(json, gpu.locality);
-    json.end_object();
+    gpus.push_back(Json{{"index", gpu.index},
+                        {"pci", gpu.pci_bus_id},
+                        {"vendor", vendor_name(gpu.vendor)},
+                        {"model", gpu.model},
+                        {"os_name", gpu.os_name},
+                        {"partition", gpu.partition},
+                        {"partitions", gpu.partitions},
+                        {"tiles", gpu.tiles},
+                        {"locality", locality_json(gpu.locality)}});
   }
-  json.end_array().key("nics").begin_array();
   for (const Nic& nic : topology.nics) {
-    json.begin_object();
-    json.key("index").value(nic.index);
-    json.key("name").value(nic.name);
-    json.key("netdev").value(nic.netdev);
-    json.key("rdma").value(nic.rdma);
-    json.key("pci").value(nic.pci_bus_id);
-    json.key("kind").value(nic_kind_name(nic.kind));
-    json.key("locality");
-    write_locality(json, nic.locality);
-    json.end_object();
+    nics.push_back(Json{{"index", nic.index},
+                        {"name", nic.name},
+                        {"netdev", nic.netdev},
+                        {"rdma", nic.rdma},
+                        {"pci", nic.pci_bus_id},
+                        {"kind", nic_kind_name(nic.kind)},
+                        {"locality", locality_json(nic.locality)}});
   }
-  json.end_array().end_object();
-  return json.str() + "\n";
+  return output::to_text(Json{{"source", topology.source},
+                              {"hostname", topology.hostname},
+                              {"packages", topology.package_count},
+                              {"numa_nodes", topology.numa_count},
+                              {"l3_caches", topology.l3_count},
+                              {"cores", topology.cores.size()},
+                              {"pus", topology.all_pus().count()},
+                              {"gpus", std::move(gpus)},
+                              {"nics", std::move(nics)}}) +
+         "\n";
 }
 
 std::string topology_to_text(const Topology& topology) {
