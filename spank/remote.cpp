@@ -19,6 +19,7 @@
 extern "C" {
 #include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
 }
+#define GPUBIND_STEPD_LOADER
 #include "stepd_abi.h"
 
 namespace gpubind::spank {
@@ -80,22 +81,16 @@ Result<StepPlan> plan_in_process(const StepRequest& request) {
   const std::string path = stepd_lib_path();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return make_error(std::string("cannot load ") + path + ": " + dlerror());
-  using VersionFn = int (*)();
-  using PlanFn = int (*)(const void*, size_t, const char*, void**, size_t*);
-  using FreeFn = void (*)(void*);
-  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "gpubind_stepd_abi_version"));
-  auto plan = reinterpret_cast<PlanFn>(dlsym(lib, "gpubind_stepd_plan"));
-  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "gpubind_stepd_free"));
-  if (!version || !plan || !release || version() != GPUBIND_STEPD_ABI_VERSION) {
+  gpubind_stepd_api api{};
+  if (gpubind_stepd_resolve(lib, &api) != 0)
     return make_error(path + " is not a matching gpubind step library");
-  }
   void* answer = nullptr;
   size_t answer_size = 0;
   const int rc =
-      plan(bytes->data(), bytes->size(), state().site.policy.c_str(), &answer, &answer_size);
+      api.plan(bytes->data(), bytes->size(), state().site.policy.c_str(), &answer, &answer_size);
   const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
                                    : std::string("no answer");
-  release(answer);
+  api.free(answer);
   // The library stays loaded: the step may plan again, and unloading hwloc and protobuf buys
   // nothing in a process that ends with the step.
   if (rc != 0) return make_error(reply);

@@ -31,4 +31,26 @@ void gpubind_stepd_free(void* answer);
 }
 #endif
 
+#ifdef GPUBIND_STEPD_LOADER
+#include <dlfcn.h>
+
+/* The library's entry points, as its loaders (the plugin, the tests) find them. */
+struct gpubind_stepd_api {
+  int (*abi_version)(void);
+  int (*plan)(const void*, size_t, const char*, void**, size_t*);
+  void (*free)(void*);
+};
+
+/* Fills `api` from the loaded library `lib`; 0 when every entry point is there and of this
+ * interface version, -1 otherwise (the library must not be called). */
+static inline int gpubind_stepd_resolve(void* lib, struct gpubind_stepd_api* api) {
+  api->abi_version = (int (*)(void))dlsym(lib, "gpubind_stepd_abi_version");
+  api->plan =
+      (int (*)(const void*, size_t, const char*, void**, size_t*))dlsym(lib, "gpubind_stepd_plan");
+  api->free = (void (*)(void*))dlsym(lib, "gpubind_stepd_free");
+  if (!api->abi_version || !api->plan || !api->free) return -1;
+  return api->abi_version() == GPUBIND_STEPD_ABI_VERSION ? 0 : -1;
+}
+#endif
+
 #endif

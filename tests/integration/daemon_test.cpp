@@ -492,10 +492,17 @@ TEST_F(DaemonTest, TheFallbackLibraryAnswersWhatTheDaemonAnswers) {
     EXPECT_EQ(spank::describe_gpus(from_fallback->tasks[i].gpus),
               spank::describe_gpus(from_daemon->tasks[i].gpus));
   }
-  // A refusal is a text that says why.
+  // A refusal is a text that says why; the daemon's limits hold in-process too.
   std::string why;
   EXPECT_EQ(fallback("\x0a\xff", why), 1);
   EXPECT_EQ(why, "not a gpubind.v1.PlanRequest");
+  protocol::StepRequest long_token = eight_task_step();
+  long_token.gpus[0].second = std::string(200, 'x');
+  EXPECT_EQ(fallback(*protocol::encode_request(long_token), why), 1);
+  EXPECT_EQ(why, "GPU token longer than 128 bytes");
+  auto daemon_says = protocol::ask_daemon(socket_, long_token, 1000);
+  ASSERT_FALSE(daemon_says);
+  EXPECT_NE(daemon_says.error().message.find(why), std::string::npos);
 }
 
 TEST_F(DaemonTest, SilentConnectionsDoNotStopOthersBeingServed) {

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <string>
 
+#define GPUBIND_STEPD_LOADER
 #include "stepd_abi.h"
 
 int main(int argc, char** argv) {
@@ -20,13 +21,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", dlerror());
     return 2;
   }
-  using VersionFn = int (*)();
-  using PlanFn = int (*)(const void*, size_t, const char*, void**, size_t*);
-  using FreeFn = void (*)(void*);
-  auto version = reinterpret_cast<VersionFn>(dlsym(lib, "gpubind_stepd_abi_version"));
-  auto plan = reinterpret_cast<PlanFn>(dlsym(lib, "gpubind_stepd_plan"));
-  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "gpubind_stepd_free"));
-  if (!version || !plan || !release || version() != GPUBIND_STEPD_ABI_VERSION) {
+  gpubind_stepd_api api{};
+  if (gpubind_stepd_resolve(lib, &api) != 0) {
     std::fprintf(stderr, "%s is not a matching gpubind step library\n", argv[1]);
     return 2;
   }
@@ -34,8 +30,8 @@ int main(int argc, char** argv) {
                             std::istreambuf_iterator<char>());
   void* answer = nullptr;
   size_t size = 0;
-  const int rc = plan(request.data(), request.size(), argv[2], &answer, &size);
+  const int rc = api.plan(request.data(), request.size(), argv[2], &answer, &size);
   if (answer) std::fwrite(answer, 1, size, stdout);
-  release(answer);
+  api.free(answer);
   return rc;
 }
