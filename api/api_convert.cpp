@@ -110,6 +110,12 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.cpus_per_task = *cpt;
   request.gpus_per_task = *gpt;
   request.tasks_per_gpu = *tpg;
+  // Values of a later release are refused by name, not planned as the default.
+  if (!v1::Order_IsValid(proto.order()))
+    return make_error("order " + std::to_string(proto.order()) + " is not one this daemon knows");
+  if (!v1::ZeHierarchy_IsValid(proto.ze_hierarchy()))
+    return make_error("ze_hierarchy " + std::to_string(proto.ze_hierarchy()) +
+                      " is not one this daemon knows");
   if (proto.order() == v1::ORDER_GPU) request.order = Order::kGpu;
   if (proto.order() == v1::ORDER_CPU) request.order = Order::kCpu;
   if (proto.has_smt()) {

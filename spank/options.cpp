@@ -1,8 +1,10 @@
 #include "options.h"
-#include "gpubind/parse.h"
 
 #include <algorithm>
 #include <utility>
+
+#include "gpubind/env_names.h"
+#include "gpubind/parse.h"
 
 namespace gpubind::spank {
 namespace {
@@ -128,6 +130,35 @@ Result<UserFlags> parse_user_flags(const std::string& raw) {
   return flags;
 }
 
+namespace {
+
+std::vector<std::string> split_env_names(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    if (end > start) names.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
+// A name or a prefix ("FOO_*") the site lets answers set; never one that changes what runs.
+Status check_allowed_name(const std::string& name) {
+  const std::string bare = name.back() == '*' ? name.substr(0, name.size() - 1) : name;
+  const bool valid = !bare.empty() && std::all_of(bare.begin(), bare.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (!valid) return make_error("plugstack argument 'env_allow': '" + name + "' is not a name");
+  // (Each name an answer sets is checked again: a prefix never lets one of those through.)
+  if (changes_what_runs(bare))
+    return make_error("plugstack argument 'env_allow': '" + name +
+                      "' changes what a task runs; gpubind never sets it");
+  return Ok{};
+}
+
+}  // namespace
+
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
   SiteArgs site;
   for (const std::string& arg : args) {
@@ -177,10 +208,18 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
                           value + "')");
       }
       site.gpus_without_gres_node = value == "node";
+    } else if (key == "daemon_user") {
+      if (value.empty()) return make_error("plugstack argument 'daemon_user' needs a user name");
+      site.daemon_user = value;
+    } else if (key == "env_allow") {
+      for (const std::string& name : split_env_names(value)) {
+        if (auto refused = check_allowed_name(name); !refused) return refused.error();
+        site.env_allow.push_back(name);
+      }
     } else {
       return make_error("unknown plugstack argument '" + key +
                         "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib, "
-                        "override_explicit, gpus_without_gres)");
+                        "override_explicit, gpus_without_gres, daemon_user, env_allow)");
     }
   }
   return site;

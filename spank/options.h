@@ -48,6 +48,10 @@ struct SiteArgs {
   // Sites whose Slurm does not manage GPUs (no gres/gpu): `node` shares out every GPU of the
   // node when Slurm says nothing about GPUs at all; `none` (the default) gives such steps none.
   bool gpus_without_gres_node = false;
+  // Who may serve the socket besides root (its uid is looked up when a step asks).
+  std::string daemon_user = "gpubind";
+  // Variables an answer may set beyond those binding is about (names, or prefixes "FOO_*").
+  std::vector<std::string> env_allow;
 };
 
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args);

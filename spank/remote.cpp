@@ -1,6 +1,7 @@
 // slurmstepd: one plan per step and node in user_init (before the tasks fork), applied by each
 // task in task_init (after Slurm's own binding, just before exec).
 #include <dlfcn.h>
+#include <pwd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "answer_check.h"
 #include "gpubind/affinity.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
@@ -94,7 +96,12 @@ Result<StepPlan> plan_in_process(const StepRequest& request) {
   // The library stays loaded: the step may plan again, and unloading hwloc and protobuf buys
   // nothing in a process that ends with the step.
   if (rc != 0) return make_error(reply);
-  return protocol::decode_plan(reply);
+  auto plan = protocol::decode_plan(reply);
+  if (!plan) return plan;
+  // The site's own policy planned it, under the rules an answer from the daemon meets.
+  if (auto checked = check_answer(request, *plan, state().site.env_allow); !checked)
+    return make_error("in-process plan refused: " + checked.error().message);
+  return plan;
 }
 
 // The step as Slurm describes it; an item Slurm cannot give makes the step unplannable.
@@ -138,15 +145,44 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   return request;
 }
 
-// One request to the daemon; when it cannot answer (absent, stopped, slow), the in-process
-// fallback if the site allows it. A request the daemon refuses would be refused in-process too.
+// Root and the daemon's account (daemon_user=) may serve the socket; an account that does not
+// exist here leaves root alone.
+protocol::TrustedServer trusted_server(const SiteArgs& site) {
+  protocol::TrustedServer trust;
+  passwd entry{}, *found = nullptr;
+  char buffer[4096];
+  if (getpwnam_r(site.daemon_user.c_str(), &entry, buffer, sizeof buffer, &found) == 0 && found)
+    trust.daemon_uid = found->pw_uid;
+  return trust;
+}
+
+// The daemon's plan, if whoever serves the socket is trusted and the answer stays inside the
+// step; a failed check says which, and is logged for the administrator.
+Result<StepPlan> ask_daemon(const StepRequest& request) {
+  const SiteArgs& site = state().site;
+  auto answer = protocol::ask_daemon(site.socket, request, site.timeout_ms, trusted_server(site));
+  if (answer) {
+    auto checked = check_answer(request, *answer, site.env_allow);
+    if (checked) {
+      answer->source = "daemon";
+      return answer;
+    }
+    Error refused =
+        make_error("gpubindd at " + site.socket + ": answer refused: " + checked.error().message);
+    refused.untrusted = true;
+    answer = refused;
+  }
+  if (answer.error().untrusted) slurm_error("gpubind: %s", answer.error().message.c_str());
+  return answer.error();
+}
+
+// One request to the daemon; when it cannot answer (absent, stopped, slow, not trusted), the
+// in-process fallback if the site allows it. A request the daemon refuses would be refused
+// in-process too.
 Result<StepPlan> plan_step(const StepRequest& request) {
   const SiteArgs& site = state().site;
-  auto answer = protocol::ask_daemon(site.socket, request, site.timeout_ms);
-  if (answer) {
-    answer->source = "daemon";
-    return answer;
-  }
+  auto answer = ask_daemon(request);
+  if (answer) return answer;
   if (site.on_error != OnError::kFallback || answer.error().invalid_input) return answer.error();
   auto local = plan_in_process(request);
   if (!local) {

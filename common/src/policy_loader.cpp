@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gpubind/env.h"
+#include "gpubind/env_names.h"
 #include "gpubind/policy.pb.h"
 #include "gpubind/protocol/limits.h"
 
@@ -92,6 +93,11 @@ Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::
     };
     if (!valid_variable_name(t.name())) {
       return fail("name", "'" + t.name() + "' is not a valid environment variable name");
+    }
+    if (changes_what_runs(t.name())) {
+      return fail("name", "'" + t.name() +
+                              "' changes what a task runs (its loader, interpreter, shell or "
+                              "identity): gpubind never sets it");
     }
     if (auto status = validate_template(t.value()); !status) {
       return fail("value", status.error().message);

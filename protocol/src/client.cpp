@@ -1,14 +1,83 @@
 #include "gpubind/protocol/client.h"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "gpubind/protocol/compact.h"
 #include "gpubind/protocol/io.h"
 
 namespace gpubind::protocol {
+namespace {
+
+bool trusted_uid(uid_t uid, const TrustedServer& trust) {
+  return uid == 0 || (trust.daemon_uid && uid == *trust.daemon_uid);
+}
+
+std::string who_may(const TrustedServer& trust) {
+  return trust.daemon_uid ? "root or uid " + std::to_string(*trust.daemon_uid) : "root";
+}
+
+Error untrusted(const std::string& socket_path, const std::string& what) {
+  Error error = make_error("gpubindd at " + socket_path + ": not trusted: " + what);
+  error.untrusted = true;
+  return error;
+}
+
+// The process listening on the connected socket `fd`.
+Status check_peer(int fd, const std::string& socket_path, const TrustedServer& trust) {
+  if (!trust.check) return Ok{};
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0)
+    return untrusted(socket_path,
+                     std::string("cannot tell who serves it: ") + std::strerror(errno));
+  if (!trusted_uid(peer.uid, trust)) {
+    return untrusted(socket_path, "served by uid " + std::to_string(peer.uid) + " (pid " +
+                                      std::to_string(peer.pid) + "), not " + who_may(trust));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Status check_socket_path(const std::string& socket_path, const TrustedServer& trust) {
+  if (!trust.check) return Ok{};
+  struct stat socket_stat {};
+  if (lstat(socket_path.c_str(), &socket_stat) != 0) return Ok{};  // absent: connect says so
+  if (!S_ISSOCK(socket_stat.st_mode)) return untrusted(socket_path, "not a socket");
+  if (!trusted_uid(socket_stat.st_uid, trust)) {
+    return untrusted(socket_path, "the socket belongs to uid " +
+                                      std::to_string(socket_stat.st_uid) + ", not " +
+                                      who_may(trust));
+  }
+  const size_t slash = socket_path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : socket_path.substr(0, slash);
+  struct stat folder_stat {};
+  if (stat(folder.c_str(), &folder_stat) != 0)
+    return untrusted(socket_path, folder + ": " + std::strerror(errno));
+  if (!trusted_uid(folder_stat.st_uid, trust)) {
+    return untrusted(socket_path, "its folder " + folder + " belongs to uid " +
+                                      std::to_string(folder_stat.st_uid) + ", not " +
+                                      who_may(trust));
+  }
+  if (folder_stat.st_mode & S_IWOTH) {
+    return untrusted(socket_path, "its folder " + folder +
+                                      " is writable by every user (anyone could put a socket "
+                                      "of their own there)");
+  }
+  return Ok{};
+}
 
 Result<std::string> exchange(const std::string& socket_path, const std::string& request,
-                             int timeout_ms) {
+                             int timeout_ms, const TrustedServer& trust) {
   const std::string where = "gpubindd at " + socket_path;
   if (request.size() > compact::kMaxRequestBytes) return make_error(where + ": request too large");
+  if (auto trusted = check_socket_path(socket_path, trust); !trusted) return trusted.error();
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   auto fd = connect_unix(socket_path, deadline);
   if (!fd) {
@@ -16,6 +85,7 @@ Result<std::string> exchange(const std::string& socket_path, const std::string& 
     return make_error(where + ": daemon unavailable: " + fd.error().message);
   }
   const UniqueFd conn(*fd);
+  if (auto trusted = check_peer(conn.get(), socket_path, trust); !trusted) return trusted.error();
 
   std::string frame(compact::kMagic, sizeof compact::kMagic);
   frame += static_cast<char>(compact::kVersion);
@@ -57,14 +127,14 @@ Result<std::string> exchange(const std::string& socket_path, const std::string& 
 }
 
 Result<StepPlan> ask_daemon(const std::string& socket_path, const StepRequest& request,
-                            int timeout_ms) {
+                            int timeout_ms, const TrustedServer& trust) {
   auto bytes = encode_request(request);
   if (!bytes) {
     Error error = bytes.error();
     error.invalid_input = true;
     return error;
   }
-  auto answer = exchange(socket_path, *bytes, timeout_ms);
+  auto answer = exchange(socket_path, *bytes, timeout_ms, trust);
   if (!answer) return answer.error();
   return decode_plan(*answer);
 }

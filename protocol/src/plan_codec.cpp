@@ -88,6 +88,7 @@ bool read_task_gpu(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   message.vendor = reads(vendor);
   message.locality = reads(gpu.locality);
   if (!pb_decode(stream, gpubind_v1_TaskGpu_fields, &message)) return false;
+  gpu.node_index = message.node_index;
   task->tokens += (task->tokens.empty() ? "" : ",") + gpu.token;
   task->vendor = vendor;
   return true;

@@ -2,9 +2,13 @@
 // offline planner, the cache, reloads (good and bad), refused requests, watchdog, shutdown.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -544,6 +548,94 @@ TEST_F(DaemonTest, ATricklingCompactClientIsCutOffAfterTwoSeconds) {
   close(fd);
   EXPECT_LT(held, 3s) << "the daemon let a trickling client hold a worker";
   EXPECT_TRUE(client().status(2s));
+}
+
+// Who serves the socket, and where it lies, decide whether the plugin talks to it at all: a
+// process of another user, or a socket in a folder every user may write, is not gpubindd.
+class TrustTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: serves as another user";
+    dir_ = testing::make_temp_dir();
+    chmod(dir_.c_str(), 0755);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // A server on `path` that listens as `uid` (SO_PEERCRED reports who listened) and answers one
+  // request with an empty plan; returns its pid.
+  pid_t serve_as(const std::string& path, uid_t uid) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (setuid(uid) != 0 || listen(fd, 4) != 0) _exit(1);
+      const int conn = accept(fd, nullptr, nullptr);
+      char request[64];
+      if (conn >= 0 && read(conn, request, sizeof request) > 0) {
+        const char empty_plan[5] = {0, 0, 0, 0, 0};
+        if (write(conn, empty_plan, sizeof empty_plan) != sizeof empty_plan) _exit(1);
+      }
+      _exit(0);
+    }
+    close(fd);
+    std::this_thread::sleep_for(100ms);  // the child listens
+    return pid;
+  }
+
+  std::string dir_;
+};
+
+constexpr uid_t kNobody = 65534;
+
+TEST_F(TrustTest, AServerRunningAsAnotherUserIsNotTrusted) {
+  const std::string path = dir_ + "/gpubind.sock";
+  const pid_t server = serve_as(path, kNobody);
+  auto answer = protocol::exchange(path, "", 1000, protocol::TrustedServer{});
+  ASSERT_FALSE(answer);
+  EXPECT_TRUE(answer.error().untrusted);
+  EXPECT_FALSE(answer.error().invalid_input) << "not the request's fault: the plugin falls back";
+  EXPECT_NE(answer.error().message.find("not trusted: served by uid 65534"), std::string::npos)
+      << answer.error().message;
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+
+  // The daemon's own account is trusted when the site names it.
+  std::filesystem::remove(path);
+  const pid_t own = serve_as(path, kNobody);
+  protocol::TrustedServer daemon_account;
+  daemon_account.daemon_uid = kNobody;
+  auto served = protocol::exchange(path, "", 1000, daemon_account);
+  EXPECT_TRUE(served) << served.error().message;
+  waitpid(own, nullptr, 0);
+}
+
+TEST_F(TrustTest, ASocketSomeoneElseCouldHavePutThereIsNotTrusted) {
+  // A socket of another user.
+  const std::string path = dir_ + "/gpubind.sock";
+  const int fd = testing::make_listening_socket(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(chown(path.c_str(), kNobody, kNobody), 0);
+  auto theirs = protocol::exchange(path, "", 300);
+  ASSERT_FALSE(theirs);
+  EXPECT_TRUE(theirs.error().untrusted);
+  EXPECT_NE(theirs.error().message.find("the socket belongs to uid 65534"), std::string::npos);
+  close(fd);
+
+  // A folder every user may write (as /tmp): the socket in it could be anyone's.
+  const std::string open_dir = dir_ + "/open";
+  std::filesystem::create_directory(open_dir);
+  chmod(open_dir.c_str(), 01777);
+  const int open_fd = testing::make_listening_socket(open_dir + "/gpubind.sock");
+  auto open = protocol::exchange(open_dir + "/gpubind.sock", "", 300);
+  ASSERT_FALSE(open);
+  EXPECT_TRUE(open.error().untrusted);
+  EXPECT_NE(open.error().message.find("is writable by every user"), std::string::npos);
+  close(open_fd);
 }
 
 TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {

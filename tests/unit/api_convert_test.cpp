@@ -86,6 +86,16 @@ TEST(ApiConvert, LimitsAreEnforced) {
   proto.clear_smt();
   proto.set_cpus_per_task(100000);
   EXPECT_FALSE(api::request_from_proto(proto));
+  proto.clear_cpus_per_task();
+  // A value of a later release (an open enum keeps the number): refused by name, not planned as
+  // the default order.
+  proto.set_order(static_cast<v1::Order>(7));
+  auto unknown_order = api::request_from_proto(proto);
+  ASSERT_FALSE(unknown_order);
+  EXPECT_EQ(unknown_order.error().message, "order 7 is not one this daemon knows");
+  proto.set_order(v1::ORDER_CPU);
+  proto.set_ze_hierarchy(static_cast<v1::ZeHierarchy>(2));
+  EXPECT_FALSE(api::request_from_proto(proto));
 }
 
 TEST(PlanCache, KeysIgnoreJobIdsButNotTheShapeOrGeneration) {

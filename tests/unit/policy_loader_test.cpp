@@ -87,6 +87,16 @@ TEST(PolicyLoader, SemanticErrorsNameFileLineAndField) {
   EXPECT_TRUE(fails_with(parse_policy("gpu_order: \"\"\n", "p.conf"), "p.conf:1: gpu_order[0]"));
 }
 
+// A policy is the site's, but its variables reach every user's tasks: none may change what a
+// task runs.
+TEST(PolicyLoader, VariablesThatChangeWhatRunsAreRefused) {
+  for (const char* name : {"LD_PRELOAD", "BASH_ENV", "PATH", "PYTHONPATH", "OMP_TOOL_LIBRARIES"}) {
+    const std::string text = "omp_env { name: \"" + std::string(name) + "\" value: \"/x\" }\n";
+    EXPECT_TRUE(fails_with(parse_policy(text, "p.conf"), "p.conf:1: omp_env[0].name:")) << name;
+    EXPECT_TRUE(fails_with(parse_policy(text, "p.conf"), "gpubind never sets it")) << name;
+  }
+}
+
 TEST(PolicyLoader, TemplateErrorsPointIntoTheGroup) {
   const char* text =
       "gpu_env { name: \"CUDA_VISIBLE_DEVICES\" value: \"{gpus}\" }\n"

@@ -11,6 +11,9 @@ struct Error {
   std::string message;
   // The request itself is at fault (as opposed to a failure in serving it).
   bool invalid_input = false;
+  // Whoever answered failed a trust check (who serves the socket, or what it answered): not the
+  // request's fault, and worth an administrator's attention.
+  bool untrusted = false;
 };
 
 template <class T>

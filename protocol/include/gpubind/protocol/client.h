@@ -2,6 +2,9 @@
 // libc only: the SPANK plugin links it), and one exchange with the daemon bounded by a deadline.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 
 #include "gpubind/protocol/step.h"
@@ -16,15 +19,28 @@ Result<std::string> encode_request(const StepRequest& request);
 // A gpubind.v1.PlanResponse; fields this side does not know are skipped.
 Result<StepPlan> decode_plan(const std::string& bytes);
 
+// Who may serve gpubind's socket: root, and the daemon's own account where it has one. The
+// socket and its folder must belong to one of them, the folder must not be writable by others
+// (else anyone could put a socket of their own in its place), and the process listening on it
+// must run as one of them (SO_PEERCRED).
+struct TrustedServer {
+  std::optional<uid_t> daemon_uid;  // nullopt: root only
+  bool check = true;                // false: any server (tests of the transport alone)
+};
+
+// Whether the socket at `socket_path` and its folder are as TrustedServer says; the error names
+// the path, the owner or mode found, and Error::untrusted is set.
+Status check_socket_path(const std::string& socket_path, const TrustedServer& trust);
+
 // Sends one framed request to the daemon at `socket_path` and returns the answer's payload. Never
 // blocks past `timeout_ms`. A request the daemon refuses fails with Error::invalid_input set (the
-// in-process planner would refuse it too); every other failure, an unknown answer status included,
-// means "no daemon".
+// in-process planner would refuse it too); a server that fails `trust` with Error::untrusted set;
+// every other failure, an unknown answer status included, means "no daemon".
 Result<std::string> exchange(const std::string& socket_path, const std::string& request,
-                             int timeout_ms);
+                             int timeout_ms, const TrustedServer& trust = {});
 
 // encode_request, exchange, decode_plan.
 Result<StepPlan> ask_daemon(const std::string& socket_path, const StepRequest& request,
-                            int timeout_ms);
+                            int timeout_ms, const TrustedServer& trust = {});
 
 }  // namespace gpubind::protocol

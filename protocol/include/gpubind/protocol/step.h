@@ -33,6 +33,7 @@ struct TaskEnv {
 // One GPU of a task: its visibility token, bus id and locality ("L3 6"), for people.
 struct TaskGpuInfo {
   std::string token, pci, locality;
+  int node_index = -1;  // the node's GPU number; -1 for a token with no node GPU (MIG)
 };
 
 struct TaskBinding {
