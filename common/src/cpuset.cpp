@@ -8,14 +8,22 @@
 namespace gpubind {
 namespace {
 
+// What an error quotes of its input: enough to find it, never a hostile 64 KiB back to a client.
+std::string excerpt(std::string_view text) {
+  constexpr size_t kMaxQuoted = 64;
+  if (text.size() <= kMaxQuoted) return std::string(text);
+  return std::string(text.substr(0, kMaxQuoted)) + "... (" + std::to_string(text.size()) +
+         " bytes)";
+}
+
 Result<int> parse_cpu_number(std::string_view token, std::string_view whole) {
   const auto number = parse_whole_number(token, 0, LLONG_MAX);
   if (!number) {
-    return make_error("invalid cpu list '" + std::string(whole) + "': '" + std::string(token) +
+    return make_error("invalid cpu list '" + excerpt(whole) + "': '" + excerpt(token) +
                       "' is not a CPU number");
   }
   if (*number > CpuSet::kMaxCpu) {
-    return make_error("invalid cpu list '" + std::string(whole) + "': CPU " + std::string(token) +
+    return make_error("invalid cpu list '" + excerpt(whole) + "': CPU " + excerpt(token) +
                       " is out of range (0-" + std::to_string(CpuSet::kMaxCpu) + ")");
   }
   return static_cast<int>(*number);
@@ -62,7 +70,7 @@ Result<CpuSet> CpuSet::parse_list(std::string_view text) {
     std::string_view item = strip(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     if (item.empty()) {
-      return make_error("invalid cpu list '" + std::string(whole) + "': empty item");
+      return make_error("invalid cpu list '" + excerpt(whole) + "': empty item");
     }
     const size_t dash = item.find('-');
     auto first = parse_cpu_number(item.substr(0, dash), whole);
@@ -73,8 +81,8 @@ Result<CpuSet> CpuSet::parse_list(std::string_view text) {
       if (!parsed_last) return parsed_last.error();
       last = *parsed_last;
       if (last < *first) {
-        return make_error("invalid cpu list '" + std::string(whole) + "': range '" +
-                          std::string(item) + "' runs backwards");
+        return make_error("invalid cpu list '" + excerpt(whole) + "': range '" + excerpt(item) +
+                          "' runs backwards");
       }
     }
     for (int cpu = *first; cpu <= last; ++cpu)
@@ -96,24 +104,25 @@ Result<CpuSet> CpuSet::parse_mask(std::string_view text) {
     if (i == digits.size() || digits[i] == ',') {
       const size_t group_len = i - group_start;
       if (group_len == 0 || (group_start > 0 && group_len != 8)) {
-        return make_error("invalid cpu mask '" + whole +
+        return make_error("invalid cpu mask '" + excerpt(whole) +
                           "': comma-separated groups must be 8 hex digits");
       }
       hex.append(digits.substr(group_start, group_len));
       group_start = i + 1;
     }
   }
-  if (hex.empty()) return make_error("invalid cpu mask '" + whole + "': no hex digits");
+  if (hex.empty()) return make_error("invalid cpu mask '" + excerpt(whole) + "': no hex digits");
   CpuSet set;
   int cpu = 0;
   for (auto it = hex.rbegin(); it != hex.rend(); ++it, cpu += 4) {
     const int nibble = hex_digit(*it);
     if (nibble < 0) {
-      return make_error("invalid cpu mask '" + whole + "': '" + std::string(1, *it) +
+      return make_error("invalid cpu mask '" + excerpt(whole) + "': '" + std::string(1, *it) +
                         "' is not a hex digit");
     }
     if (nibble != 0 && cpu + 3 > kMaxCpu) {
-      return make_error("invalid cpu mask '" + whole + "': CPUs beyond " + std::to_string(kMaxCpu));
+      return make_error("invalid cpu mask '" + excerpt(whole) + "': CPUs beyond " +
+                        std::to_string(kMaxCpu));
     }
     for (int bit = 0; bit < 4; ++bit) {
       if (nibble & (1 << bit)) set.set(cpu + bit);

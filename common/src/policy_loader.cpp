@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "gpubind/env.h"
 #include "gpubind/env_names.h"
@@ -193,12 +192,15 @@ Result<SitePolicy> load_policy_file(const std::string& path) {
   if (stat(path.c_str(), &st) != 0)
     return make_error("policy file '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return make_error("policy file '" + path + "': not a regular file");
+  // At most the limit and one byte are read: parse_policy refuses a larger file without it being
+  // loaded whole (a 100 MB file would otherwise sit in the daemon's memory).
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error("policy file '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text(kMaxPolicyBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return make_error("policy file '" + path + "': read error");
-  return parse_policy(text.str(), path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return parse_policy(text, path);
 }
 
 }  // namespace gpubind

@@ -433,6 +433,19 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
   EXPECT_EQ(status->errors, 1u) << "the undecodable request never reached the planner";
 }
 
+// A hostile 64 KiB field is refused as the request's fault, and the refusal quotes it in part.
+TEST_F(DaemonTest, ARefusalDoesNotEchoAHostileRequest) {
+  start();
+  v1::PlanRequest hostile;
+  hostile.set_ntasks(1);
+  hostile.set_allowed_cpus(std::string(65000, '7') + "x");
+  auto refused = protocol::exchange(socket_, hostile.SerializeAsString(), 1000);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().invalid_input);
+  EXPECT_LT(refused.error().message.size(), 400u);
+  EXPECT_TRUE(client().status(2s)) << "the daemon serves on";
+}
+
 // A newer plugin's request: a field this daemon does not know is skipped, the plan is the same.
 TEST_F(DaemonTest, RequestFieldsTheDaemonDoesNotKnowAreSkipped) {
   start();

@@ -12,6 +12,18 @@ TEST(CpuSet, ParsesListsWithRangesAndSpaces) {
   EXPECT_EQ(set->to_list(), "0-3,8,10-11");
 }
 
+// A refusal quotes enough of its input to find the fault, never all of a hostile 64 KiB.
+TEST(CpuSet, ErrorsQuoteLongInputsInPart) {
+  const std::string hostile = std::string(65536, '7') + "x";
+  auto refused = CpuSet::parse_list(hostile);
+  ASSERT_FALSE(refused);
+  EXPECT_LT(refused.error().message.size(), 300u) << refused.error().message.substr(0, 400);
+  EXPECT_NE(refused.error().message.find("(65537 bytes)"), std::string::npos);
+  auto short_one = CpuSet::parse_list("0-x");
+  ASSERT_FALSE(short_one);
+  EXPECT_EQ(short_one.error().message, "invalid cpu list '0-x': 'x' is not a CPU number");
+}
+
 TEST(CpuSet, EmptyListIsEmptySet) {
   auto set = CpuSet::parse_list("");
   ASSERT_TRUE(set);

@@ -1,6 +1,7 @@
 #include "gpubind/policy_loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -122,6 +123,25 @@ TEST(PolicyLoader, FileErrorsNameThePath) {
   EXPECT_TRUE(fails_with(load_policy_file("/tmp"), "not a regular file"));
   EXPECT_TRUE(fails_with(parse_policy(std::string(kMaxPolicyBytes + 1, ' '), "big.conf"),
                          "big.conf: policy is larger than"));
+}
+
+long resident_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// A 100 MB policy is refused having read just past the limit, not loaded whole (SIGHUP on a huge
+// file once took the daemon to 214 MB).
+TEST(PolicyLoader, AHugeFileIsRefusedWithoutBeingLoaded) {
+  const std::string path = ::testing::TempDir() + "/gpubind-huge-policy.conf";
+  { std::ofstream out(path); }
+  ASSERT_EQ(truncate(path.c_str(), 100L << 20), 0);
+  const long before = resident_kib();
+  EXPECT_TRUE(fails_with(load_policy_file(path), "policy is larger than"));
+  EXPECT_LT(resident_kib() - before, 16 * 1024) << "KiB grown while refusing it";
+  std::remove(path.c_str());
 }
 
 TEST(PolicyLoader, LoadsAFile) {
