@@ -230,7 +230,8 @@ BenchResult bench_compact(const std::string& socket_path, const PlanRequest& req
   const std::string bytes = api::request_to_proto(request).SerializeAsString();
   return run_clients(clients, requests, [&] {
     return [&]() -> std::string {
-      auto answer = protocol::exchange(socket_path, bytes, 10000);
+      // A measurement, applied to no task: any server is measured.
+      auto answer = protocol::exchange(socket_path, bytes, 10000, {std::nullopt, false});
       if (!answer) return answer.error().message;
       return protocol::decode_plan(*answer) ? std::string() : "undecodable compact answer";
     };

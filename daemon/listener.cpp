@@ -55,6 +55,14 @@ Result<int> open_listener(const SocketOptions& options) {
     if (ec) return make_error("socket directory '" + parent.string() + "': " + ec.message());
     chmod(parent.c_str(), 0755);
   }
+  // Where every user may write, anyone can replace the socket with their own: say so at once.
+  struct stat folder {};
+  if (stat(parent.empty() ? "." : parent.c_str(), &folder) == 0 && (folder.st_mode & S_IWOTH)) {
+    log::warning("socket directory '" + parent.string() +
+                 "' is writable by every user: anyone could put their own socket in its place, "
+                 "and the SPANK plugin does not trust a socket there (use a directory only root "
+                 "or the daemon's user may write, such as /run/gpubind)");
+  }
   struct stat st {};
   if (lstat(options.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {

@@ -433,6 +433,19 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
   EXPECT_EQ(status->errors, 1u) << "the undecodable request never reached the planner";
 }
 
+// A socket where every user may write is said at once: the plugin will not trust it.
+TEST_F(DaemonTest, ASocketInAFolderEveryoneMayWriteIsSaidAtStart) {
+  const std::string open_dir = dir_ + "/open";
+  std::filesystem::create_directory(open_dir);
+  chmod(open_dir.c_str(), 01777);
+  socket_ = open_dir + "/gpubind.sock";
+  start();
+  EXPECT_NE(daemon_.log().find("is writable by every user"), std::string::npos) << daemon_.log();
+  auto untrusted = protocol::exchange(socket_, "", 1000);
+  ASSERT_FALSE(untrusted);
+  EXPECT_TRUE(untrusted.error().untrusted);
+}
+
 // A hostile 64 KiB field is refused as the request's fault, and the refusal quotes it in part.
 TEST_F(DaemonTest, ARefusalDoesNotEchoAHostileRequest) {
   start();
