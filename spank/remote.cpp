@@ -150,7 +150,7 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
 protocol::TrustedServer trusted_server(const SiteArgs& site) {
   protocol::TrustedServer trust;
   passwd entry{}, *found = nullptr;
-  char buffer[4096];
+  static char buffer[16384];  // user_init runs once per step, on one thread
   if (getpwnam_r(site.daemon_user.c_str(), &entry, buffer, sizeof buffer, &found) == 0 && found)
     trust.daemon_uid = found->pw_uid;
   return trust;
