@@ -46,6 +46,11 @@ void serve_compact_connection(int fd, BinderService& service) {
   char header[compact::kRequestHeaderBytes];
   if (!protocol::receive_all(fd, header, sizeof header, deadline)) return;
   const auto version = static_cast<uint8_t>(header[sizeof compact::kMagic]);
+  if (version == compact::kFirstReleaseVersion) {
+    // A plugin of the first release reads any answer as a refusal and would not fall back; a
+    // connection closed without one makes it plan in-process.
+    return;
+  }
   if (version != compact::kVersion) {
     // An older or newer client: it falls back to planning in-process, and the log says so once.
     static std::atomic<bool> said{false};

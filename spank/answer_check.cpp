@@ -5,6 +5,7 @@
 
 #include "gpubind/cpuset.h"
 #include "gpubind/env_names.h"
+#include "gpubind/parse.h"
 #include "step_env.h"
 
 namespace gpubind::spank {
@@ -15,24 +16,42 @@ bool all_digits(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// How the step names the node GPU `node_index`: its token, or "" when it is not the step's.
+// How the step names the node GPU `node_index`: its token, or "" when it is not the step's. A
+// step given every GPU of the node names them by number within their vendor: at most the node
+// index ("?" stands for "a number up to it").
 std::string step_token(const StepRequest& request, int node_index) {
-  if (!request.gpus_given) return node_index >= 0 ? std::to_string(node_index) : "";
+  if (!request.gpus_given) return node_index >= 0 ? "?" : "";
   for (const auto& [index, token] : request.gpus)
     if (index == node_index) return token;
   return "";
 }
 
+// Level Zero's flat hierarchy names tiles by number ("7", a whole card "6,7"): on Intel GPUs
+// outside the composite hierarchy only, each a number.
+bool flat_tiles(const StepRequest& request, const TaskBinding& task, const std::string& token) {
+  if (task.vendor != "intel" || request.ze_hierarchy == "composite") return false;
+  const std::vector<std::string> parts = split_list(token);
+  return !parts.empty() && std::all_of(parts.begin(), parts.end(), all_digits);
+}
+
 // A task's name for a GPU of the step: the step's token, a tile of it ("3.1", Level Zero's
-// composite hierarchy), or tile numbers (Level Zero's flat hierarchy: "7", a whole card "6,7").
-// Tiles are Level Zero's alone: check_env lets only ZE_AFFINITY_MASK carry them.
-bool names_the_gpu(const TaskGpuInfo& gpu, const std::string& token) {
-  if (gpu.token == token) return true;
-  if (gpu.token.rfind(token + ".", 0) == 0 && all_digits(gpu.token.substr(token.size() + 1)))
+// composite hierarchy), or flat tile numbers. Tiles are Level Zero's alone: check_env lets only
+// ZE_AFFINITY_MASK carry them.
+bool names_the_gpu(const StepRequest& request, const TaskBinding& task, const TaskGpuInfo& gpu,
+                   const std::string& token) {
+  if (token == "?") {
+    // A number up to the node index, or a composite tile of one ("3.1").
+    const size_t dot = gpu.token.find('.');
+    const bool tile = dot != std::string::npos && all_digits(gpu.token.substr(dot + 1));
+    if (parse_whole_number(gpu.token.substr(0, tile ? dot : std::string::npos), 0, gpu.node_index))
+      return true;
+  } else if (gpu.token == token) {
     return true;
-  for (const std::string& part : split_list(gpu.token))
-    if (!all_digits(part)) return false;
-  return true;
+  } else if (gpu.token.rfind(token + ".", 0) == 0 &&
+             all_digits(gpu.token.substr(token.size() + 1))) {
+    return true;
+  }
+  return flat_tiles(request, task, gpu.token);
 }
 
 Status check_gpus(const StepRequest& request, const TaskBinding& task) {
@@ -46,7 +65,7 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
     const std::string token = step_token(request, gpu.node_index);
     if (token.empty())
       return make_error("GPU " + std::to_string(gpu.node_index) + " is not one of the step's");
-    if (!names_the_gpu(gpu, token))
+    if (!names_the_gpu(request, task, gpu, token))
       return make_error("GPU " + std::to_string(gpu.node_index) + " is named '" + gpu.token +
                         "', not as the step names it ('" + token + "')");
   }
@@ -56,7 +75,10 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
 // Whether every GPU of the task has the step's own token (no tile of it).
 bool whole_step_gpus(const StepRequest& request, const TaskBinding& task) {
   return std::all_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpuInfo& gpu) {
-    return gpu.node_index < 0 || gpu.token == step_token(request, gpu.node_index);
+    if (gpu.node_index < 0) return true;
+    const std::string token = step_token(request, gpu.node_index);
+    return token == "?" ? parse_whole_number(gpu.token, 0, gpu.node_index).has_value()
+                        : gpu.token == token;
   });
 }
 

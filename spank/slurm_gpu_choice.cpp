@@ -109,13 +109,14 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
   for (int task = 0; task < local_tasks; ++task) {
     const std::string& entry = (*entries)[task % entries->size()];
     if (kind == "map_gpu") {
-      const bool hex = entry.rfind("0x", 0) == 0;
+      const bool hex = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
       const auto gpu = parse_number(hex ? entry.substr(2) : entry, hex ? 16 : 10);
       if (!gpu) return std::nullopt;
       if (in_step(step_gpus, static_cast<int>(*gpu))) map[task].push_back(static_cast<int>(*gpu));
     } else {
-      const std::string digits = entry.rfind("0x", 0) == 0 ? entry.substr(2) : entry;
-      const auto mask = parse_number(digits, 16);
+      const bool prefixed = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
+      const std::string digits = prefixed ? entry.substr(2) : entry;
+      const auto mask = parse_whole_number(digits, 0, 0xFFFFFFF, 16);
       if (!mask || digits.size() > 7) return std::nullopt;
       for (int gpu = 0; gpu < 28; ++gpu)
         if (((*mask >> gpu) & 1) && in_step(step_gpus, gpu)) map[task].push_back(gpu);

@@ -34,6 +34,8 @@ Status check_peer(int fd, const std::string& socket_path, const TrustedServer& t
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0)
     return untrusted(socket_path,
                      std::string("cannot tell who serves it: ") + std::strerror(errno));
+  if (peer.pid == 0)
+    return make_error("gpubindd at " + socket_path + ": daemon unavailable: not connected");
   if (!trusted_uid(peer.uid, trust)) {
     return untrusted(socket_path, "served by uid " + std::to_string(peer.uid) + " (pid " +
                                       std::to_string(peer.pid) + "), not " + who_may(trust));
@@ -64,6 +66,10 @@ Status check_socket_path(const std::string& socket_path, const TrustedServer& tr
     return untrusted(socket_path, "its folder " + folder + " belongs to uid " +
                                       std::to_string(folder_stat.st_uid) + ", not " +
                                       who_may(trust));
+  }
+  if ((folder_stat.st_mode & S_IWGRP) && folder_stat.st_gid != 0) {
+    return untrusted(socket_path, "its folder " + folder + " is writable by group " +
+                                      std::to_string(folder_stat.st_gid));
   }
   if (folder_stat.st_mode & S_IWOTH) {
     return untrusted(socket_path, "its folder " + folder +

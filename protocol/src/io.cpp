@@ -43,7 +43,9 @@ Result<int> connect_unix(const std::string& path, Clock::time_point deadline) {
   if (fd < 0) return errno_error("socket");
   UniqueFd owner(fd);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EINPROGRESS && errno != EAGAIN) return errno_error("connect");
+    // EAGAIN: the listener's queue is full; the socket is not connected, and there is nothing
+    // to wait for. Unix sockets connect at once otherwise.
+    if (errno != EINPROGRESS) return errno_error("connect");
     if (auto ready = wait_ready(fd, POLLOUT, deadline); !ready) return ready.error();
     int error = 0;
     socklen_t len = sizeof error;

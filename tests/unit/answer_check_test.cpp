@@ -121,7 +121,8 @@ TEST(AnswerCheck, WhatAHostileDaemonAnswersIsRefusedByName) {
   plan = honest_plan();
   plan.tasks[0].gpus[0].token = plan.tasks[0].tokens = "3";
   plan.tasks[0].env[0].value = "3";
-  EXPECT_TRUE(refused(plan, "ROCR_VISIBLE_DEVICES=3 names tiles, which only Level Zero has"));
+  EXPECT_TRUE(refused(plan, "GPU 4 is named '3', not as the step names it ('0')"))
+      << "tile numbers are Level Zero's alone";
 
   plan = honest_plan();
   plan.tasks[0].env[0].value = "3";
@@ -138,6 +139,25 @@ TEST(AnswerCheck, WhatAHostileDaemonAnswersIsRefusedByName) {
   plan.tasks[0].env.push_back({"FI_CXI_DEFAULT_VNI", "7", false});
   EXPECT_TRUE(refused(plan, "variable FI_CXI_DEFAULT_VNI is not one binding sets"));
   EXPECT_TRUE(check_answer(two_task_step(), plan, {"FI_CXI_*"})) << "the site allows it";
+}
+
+// A step given every GPU of the node (gpus_without_gres=node) names them by number within their
+// vendor: on a node of one NVIDIA GPU (0) and AMD GPUs (1-4), AMD GPU 1 is "0".
+TEST(AnswerCheck, AStepOfTheWholeNodeNamesGpusWithinTheirVendor) {
+  StepRequest request = two_task_step();
+  request.gpus_given = false;
+  request.gpus.clear();
+  StepPlan plan = honest_plan();
+  for (int rank = 0; rank < 2; ++rank) {
+    TaskBinding& task = plan.tasks[rank];
+    task.tokens = std::to_string(rank);
+    task.gpus = {{task.tokens, "", "", 1 + rank}};
+    task.env[0].value = task.tokens;
+  }
+  auto checked = check_answer(request, plan, {});
+  EXPECT_TRUE(checked) << checked.error().message;
+  plan.tasks[1].gpus[0].token = plan.tasks[1].tokens = plan.tasks[1].env[0].value = "7";
+  EXPECT_FALSE(check_answer(request, plan, {})) << "no GPU 2 of a vendor is its eighth";
 }
 
 TEST(AnswerCheck, TilesAndMigInstancesAreTheStepsGpus) {
@@ -162,6 +182,28 @@ TEST(AnswerCheck, TilesAndMigInstancesAreTheStepsGpus) {
   plan.tasks[0].tokens = "0.1";
   plan.tasks[0].env = {{"CUDA_VISIBLE_DEVICES", "0.1", false}};
   EXPECT_FALSE(check_answer(request, plan, {})) << "tiles are Level Zero's alone";
+
+  // Flat tile numbers are Level Zero's: not under the composite hierarchy, not on other vendors,
+  // never empty.
+  plan = honest_plan();
+  for (TaskBinding& task : plan.tasks) {
+    task.vendor = "intel";
+    task.gpus[0].token = task.tokens = "5";
+    task.env = {{"ZE_AFFINITY_MASK", "5", false}};
+  }
+  EXPECT_TRUE(check_answer(request, plan, {}));
+  request.ze_hierarchy = "composite";
+  EXPECT_FALSE(check_answer(request, plan, {}));
+  request.ze_hierarchy = "";
+  for (TaskBinding& task : plan.tasks)
+    task.vendor = "amd";
+  EXPECT_FALSE(check_answer(request, plan, {}));
+  for (TaskBinding& task : plan.tasks) {
+    task.vendor = "intel";
+    task.gpus[0].token = task.tokens = ",";
+    task.env = {{"ZE_AFFINITY_MASK", ",", false}};
+  }
+  EXPECT_FALSE(check_answer(request, plan, {}));
 
   request.gpus_given = true;
   request.gpus.clear();

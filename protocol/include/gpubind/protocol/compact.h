@@ -24,6 +24,8 @@ namespace gpubind::compact {
 inline constexpr char kMagic[7] = {'G', 'P', 'U', 'B', 'I', 'N', 'D'};
 // Version 1 carried key=value texts; 2 carries protobuf.
 inline constexpr uint8_t kVersion = 2;
+// The first release's frame began "GPUBIND1": its version byte is the character '1'.
+inline constexpr uint8_t kFirstReleaseVersion = '1';
 inline constexpr size_t kRequestHeaderBytes = sizeof kMagic + 1 + 4;
 inline constexpr size_t kAnswerHeaderBytes = 1 + 4;
 using protocol::kMaxRequestBytes;
