@@ -32,10 +32,11 @@ daemon_pid=$(pgrep -P "$pid" -x gpubindd)
   { echo "FAIL gRPC calls"; exit 1; }
 python3 - "$socket" <<'PY' || { echo "FAIL compact request"; exit 1; }
 import socket, struct, sys
-for body in (b"ntasks=1\n", b"ntasks=0\n"):
+# binder.proto's PlanRequest: ntasks=1 (field 3), then an empty one (ntasks 0, refused).
+for body in (b"\x18\x01", b""):
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
-    s.sendall(b"GPUBIND1" + struct.pack("<I", len(body)) + body)
+    s.sendall(b"GPUBIND\x02" + struct.pack("<I", len(body)) + body)
     status, size = struct.unpack("<BI", s.recv(5, socket.MSG_WAITALL))
     s.recv(size, socket.MSG_WAITALL)
 PY
