@@ -5,6 +5,7 @@
 
 #include "gpubind/env_names.h"
 #include "gpubind/parse.h"
+#include "step_env.h"
 
 namespace gpubind::spank {
 namespace {
@@ -132,17 +133,6 @@ Result<UserFlags> parse_user_flags(const std::string& raw) {
 
 namespace {
 
-std::vector<std::string> split_env_names(const std::string& list) {
-  std::vector<std::string> names;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    if (end > start) names.push_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-  return names;
-}
-
 // A name or a prefix ("FOO_*") the site lets answers set; never one that changes what runs.
 Status check_allowed_name(const std::string& name) {
   const std::string bare = name.back() == '*' ? name.substr(0, name.size() - 1) : name;
@@ -212,7 +202,7 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
       if (value.empty()) return make_error("plugstack argument 'daemon_user' needs a user name");
       site.daemon_user = value;
     } else if (key == "env_allow") {
-      for (const std::string& name : split_env_names(value)) {
+      for (const std::string& name : split_list(value)) {
         if (auto refused = check_allowed_name(name); !refused) return refused.error();
         site.env_allow.push_back(name);
       }
