@@ -92,7 +92,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size >= kHeader
           ? compact::get_length(reinterpret_cast<const char*>(data) + sizeof compact::kMagic + 1)
           : 0;
-  const bool other_version = size >= kHeader && data[sizeof compact::kMagic] != compact::kVersion;
+  const uint8_t version = size >= kHeader ? data[sizeof compact::kMagic] : compact::kVersion;
+  // A first-release plugin is answered nothing (it falls back); any other version is told.
+  if (version == compact::kFirstReleaseVersion) {
+    if (!answer.empty()) std::abort();
+    return 0;
+  }
+  const bool other_version = version != compact::kVersion;
   const bool too_long = size >= kHeader && length > compact::kMaxRequestBytes;
   const bool whole = size >= kHeader && size - kHeader >= length;
   if (!too_long && !whole && !other_version) {
