@@ -56,8 +56,7 @@ CpuSet CpuSet::of(std::initializer_list<int> cpus) {
 
 CpuSet CpuSet::range(int first, int last) {
   CpuSet set;
-  for (int cpu = first; cpu <= last; ++cpu)
-    set.set(cpu);
+  set.set_range(first, last);
   return set;
 }
 
@@ -85,8 +84,7 @@ Result<CpuSet> CpuSet::parse_list(std::string_view text) {
                           "' runs backwards");
       }
     }
-    for (int cpu = *first; cpu <= last; ++cpu)
-      set.set(cpu);
+    set.set_range(*first, last);
   }
   return set;
 }
@@ -151,6 +149,26 @@ void CpuSet::set(int cpu) {
   const size_t w = static_cast<size_t>(cpu) / 64;
   grow(w + 1);
   data()[w] |= uint64_t{1} << (cpu % 64);
+}
+
+void CpuSet::set_range(int first, int last) {
+  first = std::max(first, 0);
+  last = std::min(last, kMaxCpu);
+  if (first > last) return;
+  const size_t first_word = static_cast<size_t>(first) / 64;
+  const size_t last_word = static_cast<size_t>(last) / 64;
+  grow(last_word + 1);
+  uint64_t* words = data();
+  const uint64_t from_first = ~uint64_t{0} << (first % 64);
+  const uint64_t to_last = ~uint64_t{0} >> (63 - last % 64);
+  if (first_word == last_word) {
+    words[first_word] |= from_first & to_last;
+    return;
+  }
+  words[first_word] |= from_first;
+  for (size_t w = first_word + 1; w < last_word; ++w)
+    words[w] = ~uint64_t{0};
+  words[last_word] |= to_last;
 }
 
 void CpuSet::reset(int cpu) {

@@ -141,6 +141,8 @@ class Planner {
   void fill_empty_tasks();
   void spill(int task, int wanted, const Place& anchor);
   void build_groups();
+  // Distances from `anchor` to every usable unit, computed once per distinct anchor.
+  const std::vector<int>& unit_distances(const Place& anchor);
   void share_core(int task, const Place& anchor);
   bool take_from_richest(int task);
   Place task_place(int task) const;
@@ -173,6 +175,11 @@ class Planner {
   };
   std::vector<Group> groups_;    // usable units by (package, NUMA, L3), built for spill()
   std::vector<int> home_share_;  // cores a task's GPU domains hold for it
+  struct AnchorDistances {
+    Place anchor;
+    std::vector<int> to_unit;
+  };
+  std::vector<AnchorDistances> anchor_distances_;  // few: one per GPU locality at most
   Plan plan_;
 };
 
@@ -695,14 +702,28 @@ bool Planner::take_from_richest(int task) {
 
 // More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
 // of those, while no core carries more than an even share of the tasks.
+const std::vector<int>& Planner::unit_distances(const Place& anchor) {
+  for (const AnchorDistances& known : anchor_distances_) {
+    const Place& a = known.anchor;
+    if (a.pci_path == anchor.pci_path && a.l3 == anchor.l3 && a.numa == anchor.numa &&
+        a.package == anchor.package)
+      return known.to_unit;
+  }
+  std::vector<int> to_unit(usable_.size());
+  for (size_t u = 0; u < usable_.size(); ++u)
+    to_unit[u] = distance(anchor, place_of(usable_[u]));
+  anchor_distances_.push_back({anchor, std::move(to_unit)});
+  return anchor_distances_.back().to_unit;
+}
+
 void Planner::share_core(int task, const Place& anchor) {
   const int units = static_cast<int>(usable_.size());
   const int even_load = (ntasks_ + units - 1) / units;
+  const std::vector<int>& to_unit = unit_distances(anchor);
   int best = -1;
   std::array<int, 4> best_key{};
   for (int u = 0; u < units; ++u) {
-    const std::array<int, 4> key = {core_owners_[u] >= even_load,
-                                    distance(anchor, place_of(usable_[u])), core_owners_[u], u};
+    const std::array<int, 4> key = {core_owners_[u] >= even_load, to_unit[u], core_owners_[u], u};
     if (best < 0 || key < best_key) {
       best = u;
       best_key = key;
@@ -863,7 +884,8 @@ void Planner::fill_empty_tasks() {
   bool shared = false;
   for (int task = 0; task < ntasks_; ++task) {
     if (!task_cores_[task].empty()) continue;
-    if (!take_from_richest(task)) {
+    // Once no task has a core to spare, none will again: sharing only adds one-core tasks.
+    if (shared || !take_from_richest(task)) {
       share_core(task, task_place(task));
       shared = true;
     }

@@ -98,5 +98,29 @@ TEST(CpuSet, FormatsIntegerLists) {
   EXPECT_EQ(format_int_list({}), "");
 }
 
+// Ranges are filled a word at a time; every boundary must land where setting one CPU at a time
+// would put it.
+TEST(CpuSet, RangesMatchSettingEachCpu) {
+  const int edges[] = {0, 1, 62, 63, 64, 65, 127, 128, 129, 255, 256, 300, 1023, 1024, 65535};
+  for (int first : edges) {
+    for (int last : edges) {
+      if (last < first) continue;
+      CpuSet expected;
+      for (int cpu = first; cpu <= last; ++cpu)
+        expected.set(cpu);
+      EXPECT_EQ(CpuSet::range(first, last), expected) << first << "-" << last;
+      auto parsed = CpuSet::parse_list("5," + std::to_string(first) + "-" + std::to_string(last));
+      ASSERT_TRUE(parsed.ok());
+      expected.set(5);
+      EXPECT_EQ(*parsed, expected) << first << "-" << last;
+    }
+  }
+  CpuSet clipped;
+  clipped.set_range(-3, 2);
+  EXPECT_EQ(clipped, CpuSet::range(0, 2));
+  clipped.set_range(65530, 70000);
+  EXPECT_EQ(clipped.last(), CpuSet::kMaxCpu);
+}
+
 }  // namespace
 }  // namespace gpubind

@@ -26,6 +26,8 @@ class CpuSet {
   static Result<CpuSet> parse_mask(std::string_view text);
 
   void set(int cpu);  // CPUs outside 0..kMaxCpu are ignored: validate input before
+  // first..last inclusive, a word at a time: a hostile list of wide ranges costs little.
+  void set_range(int first, int last);
   void reset(int cpu);
   bool test(int cpu) const {
     return cpu >= 0 && (word(static_cast<size_t>(cpu) / 64) >> (cpu % 64)) & 1;
