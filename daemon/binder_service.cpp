@@ -46,16 +46,29 @@ void BinderService::set_reload_error(const std::string& error) {
   reload_error_ = error;
 }
 
-Status BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
+// A cached answer as it was planned, marked `cached`: a field appended to serialized protobuf
+// bytes overrides the one before it, so the stored bytes are sent without a parse.
+std::string BinderService::with_cached_flag(const std::string& answer) {
+  v1::PlanResponse flag;
+  flag.set_cached(true);
+  return answer + flag.SerializeAsString();
+}
+
+Error BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
   ++errors_;
+  // Whatever a message quotes of the request, a client gets it back in bounds (a gRPC status
+  // past its metadata limit would arrive as RESOURCE_EXHAUSTED instead of the reason).
+  constexpr size_t kMaxReason = 1024;
+  const std::string reason =
+      why.size() <= kMaxReason ? why : why.substr(0, kMaxReason) + "... (reason cut)";
   log::debug("refused plan for job " + std::to_string(request.job_id()) + " step " +
-             std::to_string(request.step_id()) + ": " + why);
-  Error error = make_error(why);
+             std::to_string(request.step_id()) + ": " + reason);
+  Error error = make_error(reason);
   error.invalid_input = true;
   return error;
 }
 
-Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& response) {
+Result<std::string> BinderService::answer(const v1::PlanRequest& request) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
   if (answer_delay_.count() > 0) {
@@ -66,43 +79,46 @@ Status BinderService::answer(const v1::PlanRequest& request, v1::PlanResponse& r
     std::this_thread::sleep_for(answer_delay_);
   }
   const StatePtr state = this->state();
-  auto finish = [&]() -> Status {
+  auto count = [&] {
     ++requests_;
     latencies_.add(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
             .count());
-    return Ok{};
   };
   std::string key;
   if (!request.bypass_cache()) {
     key = PlanCache::key_of(state->policy_generation, request);
     if (PlanCache::Entry hit = cache_.find(key)) {
-      response = *hit;
-      response.set_cached(true);
       ++cache_hits_;
-      return finish();
+      count();
+      return with_cached_flag(*hit);
     }
   }
   auto planner_request = api::request_from_proto(request);
   if (!planner_request) return refuse(planner_request.error().message, request);
   auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
   if (!plan) return refuse(plan.error().message, request);
+  v1::PlanResponse response;
   api::plan_to_proto(*plan, response, &state->node.topology);
   response.set_policy_generation(state->policy_generation);
   response.set_topology_generation(state->topology_generation);
   response.set_hostname(state->node.topology.hostname);
-  if (!request.bypass_cache()) cache_.insert(key, std::make_shared<v1::PlanResponse>(response));
+  auto bytes = std::make_shared<const std::string>(response.SerializeAsString());
+  if (!request.bypass_cache()) cache_.insert(key, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
              " tasks");
-  return finish();
+  count();
+  return *bytes;
 }
 
 grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
                                  v1::PlanResponse* response) {
-  const Status status = answer(*request, *response);
-  if (status) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, status.error().message);
+  auto bytes = answer(*request);
+  if (!bytes) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bytes.error().message);
+  if (!response->ParseFromString(*bytes))
+    return grpc::Status(grpc::StatusCode::INTERNAL, "answer did not parse");
+  return grpc::Status::OK;
 }
 
 grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,

@@ -28,8 +28,9 @@ class BinderService final : public v1::Binder::Service {
   // Fault testing: hold every Plan answer this long, as an overloaded or swapping node would.
   void set_answer_delay(std::chrono::milliseconds delay) { answer_delay_ = delay; }
 
-  // A Plan call, whichever protocol it came by: cache, planner, stats. Errors are the request's.
-  Status answer(const v1::PlanRequest& request, v1::PlanResponse& response);
+  // A Plan call, whichever protocol it came by: cache, planner, stats. The answer is a serialized
+  // gpubind.v1.PlanResponse (what the compact transport sends as is); errors are the request's.
+  Result<std::string> answer(const v1::PlanRequest& request);
 
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;
@@ -39,14 +40,18 @@ class BinderService final : public v1::Binder::Service {
                          v1::GetStatusResponse* response) override;
 
  private:
-  Status refuse(const std::string& why, const v1::PlanRequest& request);
+  Error refuse(const std::string& why, const v1::PlanRequest& request);
+  static std::string with_cached_flag(const std::string& answer);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;
   std::string reload_error_;
   const bool socket_activated_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  PlanCache cache_{1024};
+  // A few hundred typical answers, or a dozen of the largest (4096 tasks); well inside the
+  // unit's MemoryMax whatever requests arrive.
+  static constexpr size_t kCacheBudgetBytes = 16u << 20;
+  PlanCache cache_{kCacheBudgetBytes};
   LatencyWindow latencies_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> errors_{0};

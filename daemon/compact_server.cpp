@@ -33,9 +33,7 @@ void reply(int fd, uint8_t status, const std::string& payload, Clock::time_point
 Result<std::string> answer(const std::string& bytes, BinderService& service) {
   v1::PlanRequest request;
   if (!request.ParseFromString(bytes)) return make_error("not a gpubind.v1.PlanRequest");
-  v1::PlanResponse response;
-  if (auto status = service.answer(request, response); !status) return status.error();
-  return response.SerializeAsString();
+  return service.answer(request);
 }
 
 }  // namespace

@@ -20,26 +20,42 @@ std::string PlanCache::key_of(uint64_t generation, const v1::PlanRequest& reques
   return key;
 }
 
+size_t PlanCache::cost_of(const std::string& key, const std::string& answer) {
+  // The key is held twice (map and order list); nodes, control blocks and allocator slack.
+  constexpr size_t kBookkeeping = 256;
+  return 2 * key.size() + answer.size() + kBookkeeping;
+}
+
 PlanCache::Entry PlanCache::find(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return nullptr;
-  order_.splice(order_.begin(), order_, it->second.second);
-  return it->second.first;
+  order_.splice(order_.begin(), order_, it->second.position);
+  return it->second.entry;
 }
 
 void PlanCache::insert(const std::string& key, Entry entry) {
+  if (!entry) return;
+  const size_t cost = cost_of(key, *entry);
+  if (cost > budget_ / 4) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
   if (it != entries_.end()) {
-    it->second.first = std::move(entry);
-    order_.splice(order_.begin(), order_, it->second.second);
-    return;
+    bytes_ -= it->second.cost;
+    order_.erase(it->second.position);
+    entries_.erase(it);
   }
+  evict_to(budget_ - cost);
   order_.push_front(key);
-  entries_.emplace(key, std::make_pair(std::move(entry), order_.begin()));
-  while (entries_.size() > capacity_) {
-    entries_.erase(order_.back());
+  entries_.emplace(key, Slot{std::move(entry), order_.begin(), cost});
+  bytes_ += cost;
+}
+
+void PlanCache::evict_to(size_t budget) {
+  while (bytes_ > budget && !order_.empty()) {
+    auto it = entries_.find(order_.back());
+    bytes_ -= it->second.cost;
+    entries_.erase(it);
     order_.pop_back();
   }
 }
@@ -47,6 +63,11 @@ void PlanCache::insert(const std::string& key, Entry entry) {
 size_t PlanCache::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return entries_.size();
+}
+
+size_t PlanCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
 }
 
 }  // namespace gpubind::daemon

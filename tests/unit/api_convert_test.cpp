@@ -111,21 +111,34 @@ TEST(PlanCache, KeysIgnoreJobIdsButNotTheShapeOrGeneration) {
   EXPECT_NE(daemon::PlanCache::key_of(1, a), daemon::PlanCache::key_of(1, b));
 }
 
-TEST(PlanCache, EvictsTheLeastRecentlyUsed) {
-  daemon::PlanCache cache(2);
-  auto entry = [](int n) {
-    auto response = std::make_shared<v1::PlanResponse>();
-    response->set_hostname(std::to_string(n));
-    return response;
-  };
-  cache.insert("a", entry(1));
-  cache.insert("b", entry(2));
+// Entries cost their key (twice), their answer and 256 bytes: four 700-byte answers with
+// one-letter keys fit a 4000-byte budget, a fifth evicts the least recently used.
+TEST(PlanCache, EvictsTheLeastRecentlyUsedToStayInItsByteBudget) {
+  daemon::PlanCache cache(4000);
+  auto entry = [](char c) { return std::make_shared<const std::string>(700, c); };
+  for (char key : std::string("abcd"))
+    cache.insert(std::string(1, key), entry(key));
+  EXPECT_EQ(cache.size(), 4u);
   ASSERT_TRUE(cache.find("a"));  // a is now the most recent
-  cache.insert("c", entry(3));
-  EXPECT_EQ(cache.size(), 2u);
+  cache.insert("e", entry('e'));
+  EXPECT_EQ(cache.size(), 4u);
+  EXPECT_LE(cache.bytes(), 4000u);
   EXPECT_TRUE(cache.find("a"));
   EXPECT_FALSE(cache.find("b"));
-  EXPECT_EQ(cache.find("c")->hostname(), "3");
+  EXPECT_EQ(cache.find("e")->front(), 'e');
+}
+
+TEST(PlanCache, KeepsNoEntryLargerThanAQuarterOfItsBudget) {
+  daemon::PlanCache cache(1 << 20);
+  cache.insert("small", std::make_shared<const std::string>(1000, 'x'));
+  cache.insert("huge", std::make_shared<const std::string>(300 * 1024, 'y'));
+  EXPECT_FALSE(cache.find("huge"));
+  EXPECT_TRUE(cache.find("small"));
+  // Distinct large answers never take the cache past its budget, however many arrive.
+  for (int k = 0; k < 100; ++k)
+    cache.insert(std::to_string(k), std::make_shared<const std::string>(200 * 1024, 'z'));
+  EXPECT_LE(cache.bytes(), size_t{1} << 20);
+  EXPECT_GE(cache.size(), 4u);
 }
 
 }  // namespace
