@@ -5,11 +5,13 @@
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -24,9 +26,12 @@
 #include "gpubind/node.h"
 #include "gpubind/parse.h"
 #include "gpubind/planner.h"
+#include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
 #include "listener.h"
 #include "log.h"
+#include "plan_workers.h"
+#include "router.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -146,24 +151,35 @@ class Detacher {
   int write_fd_ = -1;
 };
 
-// Pings the systemd watchdog while an in-process plan still succeeds.
+// Pings the systemd watchdog while the daemon answers a plan through its own socket: connect,
+// classification, a worker and the answer, so a wedged router or stuck workers stop the pings
+// and systemd restarts the daemon.
 class Watchdog {
  public:
-  explicit Watchdog(const BinderService& service) : service_(service) {}
+  explicit Watchdog(std::string socket_path) : socket_path_(std::move(socket_path)) {}
   ~Watchdog() { stop(); }
 
   void start() {
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
     const auto period = std::chrono::microseconds(usec / 2);
-    thread_ = std::thread([this, period] {
+    // The probe must be answered well inside the period, but never needs more than the
+    // plugin's own deadline twice over.
+    const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(period).count() / 2, 50,
+        2 * protocol::kDefaultTimeoutMs));
+    thread_ = std::thread([this, period, timeout_ms] {
       std::unique_lock<std::mutex> lock(mutex_);
       while (!stopping_) {
-        if (healthy()) notify("WATCHDOG=1");
+        lock.unlock();
+        const bool answered = healthy(timeout_ms);
+        lock.lock();
+        if (answered) notify("WATCHDOG=1");
         wake_.wait_for(lock, period, [this] { return stopping_; });
       }
     });
-    log::info("watchdog enabled, pinging every " + std::to_string(usec / 2000) + " ms");
+    log::info("watchdog enabled: a plan through " + socket_path_ + " every " +
+              std::to_string(usec / 2000) + " ms");
   }
 
   void stop() {
@@ -176,16 +192,22 @@ class Watchdog {
   }
 
  private:
-  bool healthy() const {
-    const StatePtr state = service_.state();
-    gpubind::PlanRequest probe;
-    probe.ntasks = 1;
-    auto plan = gpubind::make_plan(state->node.topology, state->node.policy, probe);
-    if (!plan) log::error("watchdog probe plan failed: " + plan.error().message);
-    return plan.ok();
+  bool healthy(int timeout_ms) const {
+    v1::PlanRequest probe;
+    probe.set_ntasks(1);
+    probe.set_bypass_cache(true);  // the planner too, not only the cache
+    protocol::TrustedServer itself;
+    itself.check = false;
+    auto answer = protocol::exchange(socket_path_, probe.SerializeAsString(), timeout_ms, itself);
+    if (!answer) {
+      static log::RateLimited said;
+      said.write(log::Level::kError,
+                 "watchdog probe through " + socket_path_ + " failed: " + answer.error().message);
+    }
+    return answer.ok();
   }
 
-  const BinderService& service_;
+  const std::string socket_path_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -209,7 +231,17 @@ void reload(BinderService& service, const NodeSources& sources) {
          "; last reload refused: " + fresh.error().message);
 }
 
+// A large plan's working memory goes back to the system when it is freed: without this, glibc
+// keeps an arena per thread and raises its mmap threshold after each large free, and a few
+// distinct 4096-task requests would hold the daemon's resident size far above what it serves.
+void bound_allocator_memory() {
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);  // fixed: large blocks are mapped and unmapped
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+}
+
 int serve(const Options& options) {
+  bound_allocator_memory();
   // Signals are handled by this thread only: block them before any other thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -275,13 +307,13 @@ int serve(const Options& options) {
     log::error("cannot start the gRPC server");
     return 1;
   }
-  Acceptor acceptor;
-  auto compact = [&service](int fd) { serve_compact_connection(fd, service); };
-  if (auto status = acceptor.start(listen_fd, server.get(), compact); !status) {
+  PlanWorkers workers({});
+  Router router(service, workers, {});
+  if (auto status = router.start(listen_fd, server.get()); !status) {
     log::error("cannot start: " + status.error().message);
     return 1;
   }
-  Watchdog watchdog(service);
+  Watchdog watchdog(activated ? socket_path_of(listen_fd) : options.socket.path);
   watchdog.start();
 
   const std::string where =
@@ -302,7 +334,9 @@ int serve(const Options& options) {
   }
   notify("STOPPING=1");
   watchdog.stop();
-  acceptor.stop();
+  // Workers first: a finished plan wakes the router, whose descriptors must still be open.
+  workers.stop();
+  router.stop();
   // Finish the calls in flight, then close: idle client connections need not be waited for.
   const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
   while (service.in_flight() > 0 && std::chrono::steady_clock::now() < drain_until) {

@@ -1,19 +1,15 @@
 #include "listener.h"
 
 #include <errno.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_posix.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 
-#include "gpubind/protocol/compact.h"
 #include "log.h"
 
 namespace gpubind::daemon {
@@ -103,6 +99,16 @@ Result<int> open_listener(const SocketOptions& options) {
   return fd;
 }
 
+std::string socket_path_of(int fd) {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sun_family != AF_UNIX)
+    return "";
+  const size_t size =
+      len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+  return std::string(addr.sun_path, strnlen(addr.sun_path, size));
+}
+
 Status check_inherited_listener(int fd) {
   int type = 0, listening = 0;
   socklen_t len = sizeof type;
@@ -120,106 +126,6 @@ Status check_inherited_listener(int fd) {
         " is not a listening Unix stream socket (check ListenStream= in the .socket unit)");
   }
   return Ok{};
-}
-
-Status Acceptor::start(int listen_fd, grpc::Server* server, CompactHandler compact) {
-  listen_fd_ = listen_fd;
-  server_ = server;
-  compact_ = std::move(compact);
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) return make_error("eventfd: " + errno_text());
-  for (int i = 0; i < kWorkers; ++i)
-    workers_.emplace_back([this] { worker_loop(); });
-  acceptor_ = std::thread([this] { accept_loop(); });
-  return Ok{};
-}
-
-void Acceptor::stop() {
-  if (!acceptor_.joinable()) return;
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof one) < 0) log::warning("acceptor wake-up: " + errno_text());
-  acceptor_.join();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  ready_.notify_all();
-  for (std::thread& worker : workers_)
-    worker.join();
-  workers_.clear();
-  for (int fd : pending_)
-    close(fd);
-  pending_.clear();
-  close(wake_fd_);
-  wake_fd_ = -1;
-}
-
-void Acceptor::accept_loop() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  while (true) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      log::error("poll on the listening socket: " + errno_text());
-      return;
-    }
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    // gRPC drives its connections with its own poller and needs them non-blocking.
-    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
-      log::warning("accept: " + errno_text());
-      // Out of fds and the like: back off instead of spinning.
-      poll(&fds[1], 1, 100);
-      continue;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (pending_.size() >= kMaxPending) {
-      log::warning("too many connections waiting; dropping one");
-      close(conn);
-      continue;
-    }
-    pending_.push_back(conn);
-    ready_.notify_one();
-  }
-}
-
-void Acceptor::worker_loop() {
-  while (true) {
-    int fd = -1;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-      if (stopping_) return;
-      fd = pending_.front();
-      pending_.pop_front();
-    }
-    route(fd);
-  }
-}
-
-void Acceptor::route(int fd) {
-  constexpr size_t kMagicSize = sizeof compact::kMagic;
-  char head[kMagicSize];
-  int waited_ms = 0;
-  while (true) {
-    const ssize_t n = recv(fd, head, kMagicSize, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) {  // closed before saying anything
-      close(fd);
-      return;
-    }
-    const size_t have = n > 0 ? static_cast<size_t>(n) : 0;
-    const bool magic_so_far = std::memcmp(head, compact::kMagic, have) == 0;
-    if (have == kMagicSize && magic_so_far) {
-      compact_(fd);
-      return;
-    }
-    if ((have > 0 && !magic_so_far) || waited_ms >= kClassifyTimeoutMs) break;
-    pollfd pfd{fd, POLLIN, 0};
-    poll(&pfd, 1, 10);
-    waited_ms += 10;
-  }
-  grpc::AddInsecureChannelFromFd(server_, fd);
 }
 
 }  // namespace gpubind::daemon

@@ -1,16 +1,25 @@
 #include "log.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
-#include <mutex>
 
 namespace gpubind::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
-std::mutex g_mutex;
+std::atomic<uint64_t> g_dropped{0};
+std::mutex g_mutex;         // one line at a time; held only for non-blocking calls
+uint64_t g_unreported = 0;  // dropped lines not yet mentioned in the log (g_mutex)
+
+// A pipe's POLLOUT promises room for PIPE_BUF bytes; longer lines are cut to fit.
+constexpr size_t kMaxLine = 4000;
 
 const char* name_of(Level level) {
   switch (level) {
@@ -24,6 +33,39 @@ const char* name_of(Level level) {
       return "debug";
   }
   return "info";
+}
+
+std::string format(Level level, const std::string& message) {
+  static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  std::string line;
+  if (journal) {
+    line = "<" + std::to_string(static_cast<int>(level)) + ">" + message;
+  } else {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    line = std::string(stamp) + " gpubindd " + name_of(level) + ": " + message;
+  }
+  if (line.size() > kMaxLine) line.resize(kMaxLine);
+  line += '\n';
+  return line;
+}
+
+// Writes `line` whole to stderr if that cannot block, else returns false.
+bool write_now(const std::string& line) {
+  struct stat st {};
+  if (fstat(STDERR_FILENO, &st) != 0) return false;
+  if (S_ISSOCK(st.st_mode)) {  // the journal's stream socket
+    const ssize_t n = send(STDERR_FILENO, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    return n == static_cast<ssize_t>(line.size());
+  }
+  if (S_ISFIFO(st.st_mode)) {
+    pollfd pfd{STDERR_FILENO, POLLOUT, 0};
+    if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT)) return false;
+  }
+  return ::write(STDERR_FILENO, line.data(), line.size()) == static_cast<ssize_t>(line.size());
 }
 
 }  // namespace
@@ -42,21 +84,49 @@ bool parse_level(const std::string& text, Level& level) {
   return false;
 }
 
+uint64_t dropped() {
+  return g_dropped;
+}
+
 void write(Level level, const std::string& message) {
   if (static_cast<int>(level) > g_level) return;
-  static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  const std::string line = format(level, message);
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (journal) {
-    std::fprintf(stderr, "<%d>%s\n", static_cast<int>(level), message.c_str());
-  } else {
-    char stamp[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::fprintf(stderr, "%s gpubindd %s: %s\n", stamp, name_of(level), message.c_str());
+  if (g_unreported > 0) {
+    const std::string note =
+        format(Level::kWarning, std::to_string(g_unreported) +
+                                    " log lines were dropped: stderr could not take them");
+    if (!write_now(note)) {
+      ++g_unreported;
+      ++g_dropped;
+      return;
+    }
+    g_unreported = 0;
   }
-  std::fflush(stderr);
+  if (!write_now(line)) {
+    ++g_unreported;
+    ++g_dropped;
+  }
+}
+
+void RateLimited::write(Level level, const std::string& message) {
+  uint64_t held_back = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (said_ && now - last_ < period_) {
+      ++held_back_;
+      return;
+    }
+    said_ = true;
+    last_ = now;
+    held_back = held_back_;
+    held_back_ = 0;
+  }
+  log::write(level, held_back == 0 ? message
+                                   : message + " (and " + std::to_string(held_back) +
+                                         " more like it in the last " +
+                                         std::to_string(period_.count()) + " s)");
 }
 
 }  // namespace gpubind::log

@@ -1,11 +1,14 @@
 #include "gpubind/protocol/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace gpubind::protocol {
@@ -39,22 +42,29 @@ Result<int> connect_unix(const std::string& path, Clock::time_point deadline) {
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return make_error(path + ": path too long");
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errno_error("socket");
   UniqueFd owner(fd);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    // EAGAIN: the listener's queue is full; the socket is not connected, and there is nothing
-    // to wait for. Unix sockets connect at once otherwise.
-    if (errno != EINPROGRESS) return errno_error("connect");
-    if (auto ready = wait_ready(fd, POLLOUT, deadline); !ready) return ready.error();
-    int error = 0;
-    socklen_t len = sizeof error;
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-    if (error != 0) {
-      errno = error;
-      return errno_error("connect");
-    }
-  }
+  // A Unix socket connects at once unless the listener's queue is full (a burst of launches, or
+  // someone flooding the socket). A blocking connect then waits in the kernel's line for room,
+  // bounded by the send timeout; a non-blocking one would only be told EAGAIN and have to guess
+  // when to try again, losing every race to a client that tries without pause.
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return make_error("connect: no time left");
+  const timeval wait{static_cast<time_t>(left.count() / 1000000),
+                     static_cast<suseconds_t>(left.count() % 1000000)};
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait) != 0)
+    return errno_error("setsockopt");
+  int result;
+  do {
+    result = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  } while (result != 0 && errno == EINTR && Clock::now() < deadline);
+  if (result != 0) return errno_error("connect");
+  // Everything after the connection is non-blocking, bounded by the deadline.
+  const timeval none{0, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno_error("fcntl");
   return owner.release();
 }
 

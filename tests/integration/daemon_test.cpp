@@ -284,6 +284,22 @@ TEST_F(DaemonTest, WatchdogIsPingedWhenSystemdAsks) {
   EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s)) << "pinged repeatedly";
 }
 
+// The watchdog's probe is a plan through the socket: when the socket stops answering (here its
+// file is gone, as for a wedged router), systemd stops hearing from the daemon.
+TEST_F(DaemonTest, WatchdogPingsOnlyWhileTheSocketAnswers) {
+  start({}, {"WATCHDOG_USEC=200000"});
+  ASSERT_TRUE(notify_->wait_for("WATCHDOG=1", 2s));
+  const std::string moved = socket_ + ".moved";
+  ASSERT_EQ(rename(socket_.c_str(), moved.c_str()), 0);
+  for (int drained = 0; drained < 20 && notify_->wait_for("WATCHDOG=1", 150ms); ++drained) {
+  }
+  EXPECT_FALSE(notify_->wait_for("WATCHDOG=1", 1s)) << "pinged with no socket to answer";
+  EXPECT_NE(daemon_.log().find("watchdog probe through " + socket_ + " failed"), std::string::npos)
+      << daemon_.log();
+  ASSERT_EQ(rename(moved.c_str(), socket_.c_str()), 0);
+  EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s)) << "pings again once it answers";
+}
+
 TEST_F(DaemonTest, AnotherDaemonOnTheSameSocketIsRefused) {
   start();
   DaemonProcess second;
@@ -690,6 +706,69 @@ TEST(DaemonClient, AStoppedDaemonTimesOutAtTheDeadline) {
   EXPECT_NE(reply.error().message.find("did not answer in time"), std::string::npos);
   EXPECT_GE(elapsed, 190ms);
   EXPECT_LT(elapsed, 1s);
+  close(fd);
+  std::filesystem::remove_all(dir);
+}
+
+// A full listen queue (a burst of launches, someone flooding the socket) is a moment's wait, not
+// a failed launch: the client tries again until its deadline.
+TEST(DaemonClient, AFullListenQueueIsWaitedOutUntilTheDeadline) {
+  const std::string dir = testing::make_temp_dir();
+  const std::string path = dir + "/full.sock";
+  const int fd = testing::make_listening_socket(path);
+  ASSERT_GE(fd, 0);
+  std::vector<int> fillers;
+  while (fillers.size() < 1000) {
+    const int filler = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    if (connect(filler, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ASSERT_EQ(errno, EAGAIN);
+      close(filler);
+      break;
+    }
+    fillers.push_back(filler);
+  }
+  for (int filler : fillers)
+    close(filler);  // still queued: only accept() takes them out
+  // After 150 ms the server drains the queue and answers the one request it finds.
+  std::thread server([fd] {
+    std::this_thread::sleep_for(150ms);
+    while (true) {
+      const int conn = accept(fd, nullptr, nullptr);
+      if (conn < 0) return;
+      char header[compact::kRequestHeaderBytes];
+      if (recv(conn, header, sizeof header, MSG_WAITALL) == static_cast<ssize_t>(sizeof header)) {
+        const char empty_plan[compact::kAnswerHeaderBytes] = {compact::kStatusPlan, 0, 0, 0, 0};
+        EXPECT_EQ(send(conn, empty_plan, sizeof empty_plan, MSG_NOSIGNAL),
+                  static_cast<ssize_t>(sizeof empty_plan));
+        close(conn);
+        return;
+      }
+      close(conn);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto reply = protocol::exchange(path, "", 1000);
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  server.join();
+  ASSERT_TRUE(reply) << reply.error().message;
+  EXPECT_GE(elapsed, 140ms);
+  // With nobody draining it, the wait ends at the deadline.
+  for (int i = 0; i < 1000; ++i) {
+    const int filler = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    const int rc = connect(filler, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    close(filler);
+    if (rc != 0) break;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  auto late = protocol::exchange(path, "", 200);
+  ASSERT_FALSE(late);
+  EXPECT_GE(std::chrono::steady_clock::now() - t1, 190ms);
   close(fd);
   std::filesystem::remove_all(dir);
 }

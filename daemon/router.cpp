@@ -1,0 +1,439 @@
+#include "router.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_posix.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compact_server.h"
+#include "gpubind/protocol/compact.h"
+#include "log.h"
+
+namespace gpubind::daemon {
+namespace {
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr int kMaxEvents = 256;
+// Descriptors kept free for everything that is not a client: the policy and topology on reload,
+// gRPC's own, the journal.
+constexpr rlim_t kReservedFds = 128;
+
+}  // namespace
+
+struct Router::Connection {
+  uint64_t id = 0;
+  int fd = -1;  // for kGrpc: a duplicate that only watches the peer hang up
+  uid_t uid = 0;
+  pid_t pid = 0;
+  Stage stage = Stage::kClassify;
+  Clock::time_point deadline{};
+  std::string in;  // the request frame so far
+  size_t want = compact::kRequestHeaderBytes;
+  std::string out;  // the answer frame
+  size_t sent = 0;
+};
+
+Router::Router(BinderService& service, PlanWorkers& workers, Limits limits)
+    : service_(service), workers_(workers), limits_(limits) {}
+
+Router::~Router() {
+  stop();
+}
+
+Status Router::start(int listen_fd, grpc::Server* server) {
+  listen_fd_ = listen_fd;
+  server_ = server;
+  // accept() in a loop until EAGAIN: the socket must not block (systemd's copy never accepts).
+  const int flags = fcntl(listen_fd_, F_GETFL);
+  if (flags < 0 || fcntl(listen_fd_, F_SETFL, flags | O_NONBLOCK) != 0)
+    return make_error(std::string("listening socket: ") + strerror(errno));
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    const rlim_t room =
+        files.rlim_cur > 2 * kReservedFds ? files.rlim_cur - kReservedFds : files.rlim_cur / 2;
+    // A gRPC connection holds two descriptors: gRPC's and the one watching it.
+    limits_.total = std::min<size_t>(limits_.total, room / 2);
+  }
+  limits_.per_uid = std::min(limits_.per_uid, limits_.total);
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return make_error(std::string("epoll: ") + strerror(errno));
+  epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
+  epoll_event wake_event{EPOLLIN, {.u64 = kWakeId}};
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &listen_event) != 0 ||
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_event) != 0) {
+    return make_error(std::string("epoll_ctl: ") + strerror(errno));
+  }
+  thread_ = std::thread([this] { loop(); });
+  return Ok{};
+}
+
+void Router::stop() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      stop_requested_ = true;
+    }
+    const uint64_t one = 1;
+    if (write(wake_fd_, &one, sizeof one) < 0)
+      log::warning("router wake-up: " + std::string(strerror(errno)));
+    thread_.join();
+  }
+  for (auto& [id, connection] : connections_)
+    close(connection->fd);
+  connections_.clear();
+  by_uid_.clear();
+  deadlines_.clear();
+  for (int* fd : {&epoll_fd_, &wake_fd_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+Router::Counters Router::counters() const {
+  std::lock_guard<std::mutex> lock(shared_mutex_);
+  return counters_;
+}
+
+void Router::loop() {
+  epoll_event events[kMaxEvents];
+  while (!stopping_) {
+    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, next_timeout_ms());
+    if (n < 0 && errno != EINTR) {
+      log::error("epoll_wait: " + std::string(strerror(errno)));
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListenId) {
+        accept_all();
+      } else if (id == kWakeId) {
+        uint64_t count = 0;
+        if (read(wake_fd_, &count, sizeof count) < 0 && errno != EAGAIN)
+          log::warning("router wake-up: " + std::string(strerror(errno)));
+        std::lock_guard<std::mutex> lock(shared_mutex_);
+        stopping_ = stop_requested_;
+      } else {
+        on_event(id, events[i].events);
+      }
+    }
+    take_finished();
+    expire(Clock::now());
+  }
+}
+
+void Router::accept_all() {
+  // Bounded per wake-up, so a connect flood cannot keep the loop from everything else.
+  for (int round = 0; round < kMaxEvents; ++round) {
+    // gRPC drives its connections with its own poller and needs them non-blocking; so does this
+    // loop.
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
+      static log::RateLimited said;
+      said.write(log::Level::kWarning, "accept: " + std::string(strerror(errno)));
+      return;  // out of descriptors and the like: the next wake-up tries again
+    }
+    // A connection already closed by its client (a connect flood) is dropped before it costs
+    // anything more.
+    char first;
+    if (recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+      close(fd);
+      continue;
+    }
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
+      close(fd);
+      continue;
+    }
+    if (!make_room(peer.uid, peer.pid)) {
+      close(fd);
+      continue;
+    }
+    auto connection = std::make_unique<Connection>();
+    Connection& c = *connection;
+    c.id = next_id_++;
+    c.fd = fd;
+    c.uid = peer.uid;
+    c.pid = peer.pid;
+    connections_.emplace(c.id, std::move(connection));
+    by_uid_[c.uid].insert(c.id);
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      ++counters_.accepted;
+    }
+    epoll_event event{EPOLLIN, {.u64 = c.id}};
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+    set_deadline(c, Clock::now() + limits_.classify);
+    classify(c);  // a client that wrote before connect() returned is served at once
+  }
+}
+
+// Whether a new connection of `uid` (from process `pid`) may stay. Past the user's cap, or the
+// daemon's, the oldest connection of that user (or of the user holding most) that has not yet
+// said what it is makes room; if none has, the newcomer is closed instead. Connections being
+// served are never cut for a newcomer, so a flood costs the flooder, not the daemon's work in
+// progress; the daemon's own (the watchdog's probe) always get in.
+bool Router::make_room(uid_t uid, pid_t pid) {
+  if (pid == getpid()) return true;
+  auto close_oldest_unclassified = [&](uid_t owner) {
+    auto found = by_uid_.find(owner);
+    if (found == by_uid_.end()) return false;
+    for (uint64_t id : found->second) {
+      if (connections_.at(id)->stage != Stage::kClassify) continue;
+      {
+        std::lock_guard<std::mutex> lock(shared_mutex_);
+        ++counters_.evicted;
+      }
+      close_connection(id);
+      return true;
+    }
+    return false;
+  };
+  auto refuse = [&](const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      ++counters_.refused;
+    }
+    static log::RateLimited said;
+    said.write(log::Level::kWarning, why);
+    return false;
+  };
+  const auto mine = by_uid_.find(uid);
+  if (mine != by_uid_.end() && mine->second.size() >= limits_.per_uid &&
+      !close_oldest_unclassified(uid)) {
+    return refuse("user " + std::to_string(uid) + " holds " + std::to_string(limits_.per_uid) +
+                  " connections, the most one user may; closing their newest");
+  }
+  if (connections_.size() >= limits_.total) {
+    auto most = std::max_element(by_uid_.begin(), by_uid_.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    if (most == by_uid_.end() || !close_oldest_unclassified(most->first)) {
+      return refuse(std::to_string(connections_.size()) +
+                    " connections are open, the most this daemon holds; closing the newest");
+    }
+  }
+  return true;
+}
+
+void Router::on_event(uint64_t id, uint32_t events) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  switch (c.stage) {
+    case Stage::kClassify:
+      classify(c);
+      break;
+    case Stage::kRead:
+      read_request(c);
+      break;
+    case Stage::kWrite:
+      write_answer(c);
+      break;
+    case Stage::kGrpc:
+      // The client hung up (or the socket failed): gRPC sees it too and lets go of its side.
+      if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(id);
+      break;
+    case Stage::kPlan:
+      break;
+  }
+}
+
+void Router::classify(Connection& c) {
+  constexpr size_t kMagicSize = sizeof compact::kMagic;
+  char head[kMagicSize];
+  const ssize_t n = recv(c.fd, head, kMagicSize, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    close_connection(c.id);  // gone before saying anything
+    return;
+  }
+  if (n < 0) return;
+  const size_t have = static_cast<size_t>(n);
+  if (std::memcmp(head, compact::kMagic, have) != 0) {
+    hand_to_grpc(c);
+  } else if (have == kMagicSize) {
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      ++counters_.compact;
+    }
+    c.stage = Stage::kRead;
+    read_request(c);
+  }
+  // else: a prefix of the magic so far; wait for more (the deadline bounds the wait)
+}
+
+void Router::read_request(Connection& c) {
+  while (c.in.size() < c.want) {
+    char buffer[16384];
+    const size_t room = std::min(sizeof buffer, c.want - c.in.size());
+    const ssize_t n = recv(c.fd, buffer, room, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      close_connection(c.id);
+      return;
+    }
+    if (n < 0) return;  // more later
+    c.in.append(buffer, static_cast<size_t>(n));
+    if (c.in.size() == compact::kRequestHeaderBytes && c.want == compact::kRequestHeaderBytes) {
+      HeaderVerdict verdict = check_header(c.in.data());
+      if (verdict.kind == HeaderVerdict::kCloseSilently) {
+        close_connection(c.id);
+        return;
+      }
+      if (verdict.kind == HeaderVerdict::kAnswerNow) {
+        start_writing(c, std::move(verdict.answer));
+        return;
+      }
+      c.want += verdict.body_bytes;
+      // The deadline runs from accept: a client trickling bytes cannot hold its slot longer.
+      set_deadline(c, std::min(c.deadline, Clock::now() + limits_.exchange));
+      c.in.reserve(c.want);
+    }
+  }
+  start_planning(c);
+}
+
+void Router::start_planning(Connection& c) {
+  c.stage = Stage::kPlan;
+  watch(c, 0);
+  std::string body = c.in.substr(compact::kRequestHeaderBytes);
+  c.in.clear();
+  c.in.shrink_to_fit();
+  const uint64_t id = c.id;
+  auto job = [this, id, body = std::move(body)] {
+    std::string frame = answer_frame(body, service_);
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      finished_.emplace_back(id, std::move(frame));
+    }
+    const uint64_t one = 1;
+    if (write(wake_fd_, &one, sizeof one) < 0) {
+      // The eventfd's counter cannot overflow here; nothing to do but let the deadline act.
+    }
+  };
+  if (!workers_.submit(c.uid, std::move(job))) {
+    {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      ++counters_.refused;
+    }
+    static log::RateLimited said;
+    said.write(log::Level::kWarning,
+               "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
+    close_connection(c.id);
+  }
+}
+
+void Router::take_finished() {
+  std::vector<std::pair<uint64_t, std::string>> done;
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex_);
+    done.swap(finished_);
+  }
+  for (auto& [id, frame] : done) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) continue;  // closed meanwhile (deadline, eviction)
+    start_writing(*it->second, std::move(frame));
+  }
+}
+
+void Router::start_writing(Connection& c, std::string frame) {
+  c.stage = Stage::kWrite;
+  c.out = std::move(frame);
+  c.sent = 0;
+  write_answer(c);
+}
+
+void Router::write_answer(Connection& c) {
+  while (c.sent < c.out.size()) {
+    const ssize_t n =
+        send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      watch(c, EPOLLOUT);
+      return;
+    }
+    if (n <= 0) break;
+    c.sent += static_cast<size_t>(n);
+  }
+  close_connection(c.id);
+}
+
+void Router::hand_to_grpc(Connection& c) {
+  // gRPC owns the connection from here; this loop keeps a duplicate only to see the client hang
+  // up, to count it against its user, and to close it when evicted or past its lifetime.
+  const int watcher = fcntl(c.fd, F_DUPFD_CLOEXEC, 0);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  grpc::AddInsecureChannelFromFd(server_, c.fd);
+  {
+    std::lock_guard<std::mutex> lock(shared_mutex_);
+    ++counters_.grpc;
+  }
+  c.fd = watcher;
+  if (watcher < 0) {  // out of descriptors: gRPC still serves it, uncounted
+    c.fd = -1;
+    close_connection(c.id);
+    return;
+  }
+  c.stage = Stage::kGrpc;
+  epoll_event event{EPOLLRDHUP, {.u64 = c.id}};
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &event);
+  set_deadline(c, Clock::now() + limits_.grpc_lifetime);
+}
+
+void Router::expire(Clock::time_point now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const uint64_t id = deadlines_.begin()->second;
+    Connection& c = *connections_.at(id);
+    if (c.stage != Stage::kGrpc) {
+      std::lock_guard<std::mutex> lock(shared_mutex_);
+      ++counters_.timed_out;
+    }
+    close_connection(id);
+  }
+}
+
+void Router::close_connection(uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  deadlines_.erase({c.deadline, id});
+  if (c.fd >= 0) {
+    // For a gRPC connection this reaches gRPC's descriptor too: the socket is shut, not just
+    // this duplicate, and gRPC closes its side.
+    if (c.stage == Stage::kGrpc) shutdown(c.fd, SHUT_RDWR);
+    close(c.fd);  // also leaves the epoll set
+  }
+  auto& ids = by_uid_[c.uid];
+  ids.erase(id);
+  if (ids.empty()) by_uid_.erase(c.uid);
+  connections_.erase(it);
+}
+
+void Router::set_deadline(Connection& c, Clock::time_point deadline) {
+  deadlines_.erase({c.deadline, c.id});
+  c.deadline = deadline;
+  deadlines_.insert({deadline, c.id});
+}
+
+void Router::watch(Connection& c, uint32_t events) {
+  epoll_event event{events, {.u64 = c.id}};
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &event);
+}
+
+int Router::next_timeout_ms() const {
+  if (deadlines_.empty()) return -1;
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadlines_.begin()->first - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60000));
+}
+
+}  // namespace gpubind::daemon

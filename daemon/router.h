@@ -1,0 +1,99 @@
+// Every connection to the daemon's socket, from accept to close, on one event-loop thread
+// (epoll): no thread ever waits on a client. A connection's first bytes say what it is: the
+// compact protocol's magic (read here, planned on PlanWorkers, answered here) or anything else,
+// which goes to the gRPC server. Each connection has a deadline; each user (SO_PEERCRED uid) a cap
+// on open connections, past which that user's oldest connection is closed to make room, so
+// nobody can use up the daemon's descriptors or stall another user's launch.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpubind/result.h"
+#include "plan_workers.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace gpubind::daemon {
+
+class BinderService;
+
+class Router {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Limits {
+    std::chrono::milliseconds classify{1000};  // to send the first bytes
+    std::chrono::milliseconds exchange{2000};  // a compact request, from accept to answer sent
+    std::chrono::seconds grpc_lifetime{600};   // a gRPC connection, however busy
+    size_t per_uid = 64;                       // open connections of one user
+    size_t total = 4096;  // open connections in all (lowered to fit RLIMIT_NOFILE)
+  };
+  struct Counters {
+    uint64_t accepted = 0, compact = 0, grpc = 0, evicted = 0, timed_out = 0, refused = 0;
+  };
+
+  Router(BinderService& service, PlanWorkers& workers, Limits limits);
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  Status start(int listen_fd, grpc::Server* server);
+  void stop();  // stops accepting and closes the connections it holds; gRPC's own stay
+  Counters counters() const;
+
+ private:
+  struct Connection;
+  enum class Stage { kClassify, kRead, kPlan, kWrite, kGrpc };
+
+  void loop();
+  void accept_all();
+  void on_event(uint64_t id, uint32_t events);
+  void classify(Connection& c);
+  void read_request(Connection& c);
+  void start_planning(Connection& c);
+  void start_writing(Connection& c, std::string frame);
+  void write_answer(Connection& c);
+  void hand_to_grpc(Connection& c);
+  void take_finished();
+  void expire(Clock::time_point now);
+  bool make_room(uid_t uid, pid_t pid);
+  void close_connection(uint64_t id);
+  void set_deadline(Connection& c, Clock::time_point deadline);
+  void watch(Connection& c, uint32_t events);
+  int next_timeout_ms() const;
+
+  BinderService& service_;
+  PlanWorkers& workers_;
+  Limits limits_;
+  grpc::Server* server_ = nullptr;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // stop() and finished plans wake the loop
+  std::thread thread_;
+  bool stopping_ = false;  // loop thread only, after a wake with stop_requested_
+
+  uint64_t next_id_ = 2;  // 0: the listening socket, 1: the wake-up eventfd
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<uid_t, std::set<uint64_t>> by_uid_;  // ids grow: the first is the oldest
+  std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
+
+  mutable std::mutex shared_mutex_;  // what workers and stop() hand to the loop, and counters
+  std::vector<std::pair<uint64_t, std::string>> finished_;
+  bool stop_requested_ = false;
+  Counters counters_;
+};
+
+}  // namespace gpubind::daemon
