@@ -21,7 +21,8 @@ if [[ $? -ne 0 ]]; then echo "FAIL security: $(tail -1 <<<"$report")"; failed=1;
   echo "ok   security: $(grep 'Overall exposure' <<<"$report")"
 fi
 for setting in 'Type=notify' 'User=gpubind' 'NoNewPrivileges=yes' 'ProtectSystem=strict' \
-  'RestrictAddressFamilies=AF_UNIX' 'WatchdogSec=' 'ExecReload=/bin/kill -HUP $MAINPID'; do
+  'RestrictAddressFamilies=AF_UNIX' 'WatchdogSec=' 'ExecReload=/bin/kill -HUP $MAINPID' \
+  'MemoryMax=' 'LimitNOFILE=' 'CPUQuota=' 'TasksMax='; do
   grep -qF -- "$setting" "$units"/gpubindd.service || { echo "FAIL missing $setting"; failed=1; }
 done
 grep -q '^SocketMode=0666$' "$units"/gpubindd.socket || { echo "FAIL SocketMode"; failed=1; }
