@@ -112,6 +112,19 @@ Result<std::string> BinderService::answer(const v1::PlanRequest& request) {
   return *bytes;
 }
 
+std::optional<std::string> BinderService::answer_from_cache(const v1::PlanRequest& request) {
+  if (request.bypass_cache() || answer_delay_.count() > 0) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  const StatePtr state = this->state();
+  PlanCache::Entry hit = cache_.find(PlanCache::key_of(state->policy_generation, request));
+  if (!hit) return std::nullopt;
+  ++cache_hits_;
+  ++requests_;
+  latencies_.add(
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  return with_cached_flag(*hit);
+}
+
 grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
                                  v1::PlanResponse* response) {
   auto bytes = answer(*request);

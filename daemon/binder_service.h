@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "daemon_state.h"
@@ -31,6 +32,9 @@ class BinderService final : public v1::Binder::Service {
   // A Plan call, whichever protocol it came by: cache, planner, stats. The answer is a serialized
   // gpubind.v1.PlanResponse (what the compact transport sends as is); errors are the request's.
   Result<std::string> answer(const v1::PlanRequest& request);
+  // The cached answer to `request`, if there is one (counted as an answered call); never plans.
+  // Cheap enough for the router's own thread, which thus skips the workers for repeated shapes.
+  std::optional<std::string> answer_from_cache(const v1::PlanRequest& request);
 
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;

@@ -52,4 +52,16 @@ std::string answer_frame(const std::string& body, BinderService& service) {
   return frame(compact::kStatusPlan, *answer);
 }
 
+std::optional<std::string> cached_answer_frame(const std::string& body, BinderService& service) {
+  // A step's request is a few hundred bytes; larger ones (long CPU lists, many GPUs) are parsed
+  // on a worker, where their cost counts against their sender's turn.
+  constexpr size_t kMaxInlineBytes = 4096;
+  if (body.size() > kMaxInlineBytes) return std::nullopt;
+  v1::PlanRequest request;
+  if (!request.ParseFromString(body)) return std::nullopt;  // the worker says why
+  auto answer = service.answer_from_cache(request);
+  if (!answer) return std::nullopt;
+  return frame(compact::kStatusPlan, *answer);
+}
+
 }  // namespace gpubind::daemon

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gpubind::daemon {
@@ -26,5 +27,9 @@ HeaderVerdict check_header(const char* header);
 // PlanRequest and PlanResponse as a gRPC call, answered from the cache or the planner. Runs on a
 // planning worker.
 std::string answer_frame(const std::string& body, BinderService& service);
+
+// The answer frame for a request the cache already answers; nullopt when it must be planned (or
+// is too large to look up outside a worker). Runs on the router's thread.
+std::optional<std::string> cached_answer_frame(const std::string& body, BinderService& service);
 
 }  // namespace gpubind::daemon

@@ -358,6 +358,32 @@ TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
   EXPECT_FALSE(std::filesystem::exists(socket_));
 }
 
+// A repeated step shape over the compact protocol is answered from the cache (by the router
+// itself) with the very plan the first request got, marked cached.
+TEST_F(DaemonTest, RepeatedCompactRequestsAreAnsweredFromTheCache) {
+  start();
+  protocol::StepRequest step;
+  step.ntasks = 8;
+  step.job_id = 1;
+  auto first_bytes = protocol::encode_request(step);
+  step.job_id = 2;  // another job, the same shape
+  auto second_bytes = protocol::encode_request(step);
+  ASSERT_TRUE(first_bytes && second_bytes);
+  auto first = protocol::exchange(socket_, *first_bytes, 1000);
+  auto second = protocol::exchange(socket_, *second_bytes, 1000);
+  ASSERT_TRUE(first && second);
+  v1::PlanResponse a, b;
+  ASSERT_TRUE(a.ParseFromString(*first) && b.ParseFromString(*second));
+  EXPECT_FALSE(a.cached());
+  EXPECT_TRUE(b.cached());
+  b.set_cached(false);
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+  auto status = client().status(2s);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->requests, 2u);
+  EXPECT_EQ(status->cache_hits, 1u);
+}
+
 // The plugin's path for MIG instances and a PVC task's Level Zero hierarchy: both reach the
 // daemon and come back in the plan.
 TEST_F(DaemonTest, MigTokensAndZeHierarchyTravelTheCompactProtocol) {
