@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gpubind/node.h"
 
@@ -19,6 +20,10 @@ struct DaemonState {
 };
 
 using StatePtr = std::shared_ptr<const DaemonState>;
+
+// Variables the policy sets that the SPANK plugin applies only where plugstack.conf lists them
+// in env_allow= (it refuses, whole, a plan carrying any other), one message each.
+std::vector<std::string> variables_needing_env_allow(const SitePolicy& policy);
 
 // Loads a node for the daemon. `previous` (may be null) provides the generation numbers to bump.
 Result<StatePtr> load_state(const NodeSources& sources, const DaemonState* previous);

@@ -214,6 +214,11 @@ class Watchdog {
   std::thread thread_;
 };
 
+void warn_about_policy(const DaemonState& state) {
+  for (const std::string& message : variables_needing_env_allow(state.node.policy))
+    log::warning(message);
+}
+
 void reload(BinderService& service, const NodeSources& sources) {
   notify("RELOADING=1");
   const StatePtr current = service.state();
@@ -221,6 +226,7 @@ void reload(BinderService& service, const NodeSources& sources) {
   if (fresh) {
     service.replace_state(*fresh);
     log::info("reloaded: " + describe(**fresh));
+    warn_about_policy(**fresh);
     notify("READY=1\nSTATUS=Serving " + describe(**fresh));
     return;
   }
@@ -319,6 +325,7 @@ int serve(const Options& options) {
   const std::string where =
       activated ? "socket-activated fd " + std::to_string(listen_fd) : options.socket.path;
   log::info("serving on " + where + ": " + describe(**state));
+  warn_about_policy(**state);
   notify("READY=1\nSTATUS=Serving " + describe(**state) + "\nMAINPID=" + std::to_string(getpid()));
   detacher.ready();
 

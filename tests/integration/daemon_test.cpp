@@ -186,8 +186,11 @@ TEST_F(DaemonTest, ABrokenPolicyOnReloadIsRefusedAndTheOldOneKeepsServing) {
   ASSERT_TRUE(during);
   EXPECT_EQ(testing::fingerprint(during->plan), testing::fingerprint(before->plan));
 
-  // A good policy then takes effect: generation 2, both threads per core.
-  write_file(policy_, "reserve_first_core_per_l3: true\nsmt: 2\n");
+  // A good policy then takes effect: generation 2, both threads per core. Its site variable is
+  // one the plugin applies only if plugstack.conf allows it: the log says so.
+  write_file(policy_,
+             "reserve_first_core_per_l3: true\nsmt: 2\n"
+             "omp_env { name: \"SITE_THREADS\" value: \"{omp_threads}\" }\n");
   kill(daemon_.pid(), SIGHUP);
   ASSERT_TRUE(notify_->wait_for("STATUS=Serving policy", 10s));
   status = client().status(2s);
@@ -197,6 +200,9 @@ TEST_F(DaemonTest, ABrokenPolicyOnReloadIsRefusedAndTheOldOneKeepsServing) {
   auto after = client().plan(request, {}, 2s);
   ASSERT_TRUE(after);
   EXPECT_FALSE(after->cached) << "a new generation never answers from the old cache";
+  EXPECT_NE(daemon_.log().find("the policy sets SITE_THREADS, which is not a binding variable"),
+            std::string::npos)
+      << daemon_.log();
   EXPECT_EQ(after->policy_generation, 2u);
   EXPECT_EQ(after->plan.tasks[0].cpus.to_list(), "49-55,113-119");
 }
