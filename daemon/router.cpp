@@ -183,7 +183,9 @@ void Router::accept_all() {
 // daemon's, the oldest connection of that user (or of the user holding most) that has not yet
 // said what it is makes room; if none has, the newcomer is closed instead. Connections being
 // served are never cut for a newcomer, so a flood costs the flooder, not the daemon's work in
-// progress; the daemon's own (the watchdog's probe) always get in.
+// progress; the daemon's own (the watchdog's probe) always get in. Root has no per-user cap (it
+// could stop the daemon anyway; an administrator's benchmark or monitor may open many), only the
+// daemon's.
 bool Router::make_room(uid_t uid, pid_t pid) {
   if (pid == getpid()) return true;
   auto close_oldest_unclassified = [&](uid_t owner) {
@@ -210,7 +212,7 @@ bool Router::make_room(uid_t uid, pid_t pid) {
     return false;
   };
   const auto mine = by_uid_.find(uid);
-  if (mine != by_uid_.end() && mine->second.size() >= limits_.per_uid &&
+  if (uid != 0 && mine != by_uid_.end() && mine->second.size() >= limits_.per_uid &&
       !close_oldest_unclassified(uid)) {
     return refuse("user " + std::to_string(uid) + " holds " + std::to_string(limits_.per_uid) +
                   " connections, the most one user may; closing their newest");

@@ -12,7 +12,6 @@ topology=$(mktemp /tmp/gpubind-domains-XXXXXX.xml)
 python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 || exit 1
 e2e_start_cluster domains 1 --topology "$topology"
 trap 'e2e_cleanup; rm -f "$topology"' EXIT
-field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
 ncpus() { tr ',' '\n' <<<"$1" | awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}'; }
 
 # Slurm gives the step one CPU per GPU: the task gets all of them, not only its GPUs' domain.

@@ -1,6 +1,7 @@
 # Shared by the end-to-end test scripts: source it after setting $build (the build directory).
 # e2e_start_cluster NAME NODES starts a cluster in a fresh /tmp folder ($dir) and stops it on exit;
-# ok/bad count results; e2e_finish prints the count and sets the exit status.
+# ok/bad count results; e2e_finish prints the count and sets the exit status. run, field and
+# check_tasks read what a step printed.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cluster=$here/slurm-cluster
 check=$build/bin/gpubind-check
@@ -50,6 +51,53 @@ e2e_no_node_drained() {
   # its next pass) is idle too.
   states=$(sinfo -h -o '%t' | sed 's/^plnd$/idle/' | sort -u | tr '\n' ' ')
   [[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
+}
+
+# run NAME CMD...: runs with a 60 s limit; sets $out (stdout+stderr) and $rc.
+run() {
+  out=$(timeout 60 "$@" 2>&1)
+  rc=$?
+}
+field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
+lines_with() { grep -c -- "$1" <<<"$out" || true; }
+
+# check_tasks NAME NTASKS [nogpu]: every JSON line of gpubind-check in $out is bound, owns CPUs
+# disjoint from the other tasks of its node while tasks fit the cores, exactly as GPUBIND_CPUS says,
+# and (unless nogpu) sees one distinct GPU from its step, named by its bus id in GPUBIND_GPU_PCI,
+# with CUDA_VISIBLE_DEVICES renumbered for HIP.
+check_tasks() {
+  local name=$1 want=$2 gpus=${3:-gpu} json nodes node tasks cpus seen_cpus seen_gpus problems=()
+  json=$(grep '^{' <<<"$out")
+  [[ $(grep -c . <<<"$json") -eq $want ]] || problems+=("expected $want task lines")
+  grep -q '"GPUBIND_BOUND":"1"' <<<"$json" || problems+=("not bound")
+  [[ $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq $want ]] || problems+=("not every task bound")
+  nodes=$(sed -nE 's/.*"node":"([^"]*)".*/\1/p' <<<"$json" | sort -u)
+  for node in $nodes; do
+    tasks=$(grep "\"node\":\"$node\"" <<<"$json")
+    seen_cpus=""
+    seen_gpus=""
+    while read -r line; do
+      cpus=$(field cpus "$line")
+      [[ -n "$cpus" ]] || problems+=("empty CPU set")
+      seen_cpus+="$cpus "
+      [[ "$(field GPUBIND_CPUS "$line")" == "$cpus" ]] || problems+=("kernel CPUs are not GPUBIND_CPUS: $line")
+      [[ $gpus == nogpu ]] && continue
+      [[ "$(field GPUBIND_GPU_PCI "$line")" =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$ ]] ||
+        problems+=("no GPU bus id in GPUBIND_GPU_PCI: $line")
+      seen_gpus+="$(field ROCR_VISIBLE_DEVICES "$line") "
+      [[ -n "$(field ROCR_VISIBLE_DEVICES "$line")" ]] || problems+=("no ROCR_VISIBLE_DEVICES: $line")
+      [[ "$(field CUDA_VISIBLE_DEVICES "$line")" == "0" ]] || problems+=("CUDA_VISIBLE_DEVICES not renumbered: $line")
+    done <<<"$tasks"
+    local count
+    count=$(grep -c . <<<"$tasks")
+    if ((count <= ncpus)); then
+      [[ $(tr ' ' '\n' <<<"$seen_cpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+        problems+=("tasks of $node share CPUs: $seen_cpus")
+    fi
+    [[ $(tr ' ' '\n' <<<"$seen_gpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+      problems+=("tasks of $node share GPUs: $seen_gpus")
+  done
+  if ((${#problems[@]} == 0)); then ok "$name"; else bad "$name" "${problems[@]}" "$out"; fi
 }
 
 e2e_finish() {

@@ -12,7 +12,6 @@ topology=$(mktemp /tmp/gpubind-threads-XXXXXX.xml)
 python3 "$(dirname "$0")/make_node_topology.py" "$topology" --threads-per-core 2 || exit 1
 e2e_start_cluster threads 1 --topology "$topology"
 trap 'e2e_cleanup; rm -f "$topology"' EXIT
-field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
 ncpus() { tr ',' '\n' <<<"$1" | awk -F- '{n += ($2 == "" ? 1 : $2 - $1 + 1)} END {print n}'; }
 
 # CPU count and OMP_NUM_THREADS of a one-task step with the given srun options.

@@ -19,6 +19,7 @@
 #include "gpubind/node.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
+#include "gpubind/protocol/io.h"
 #include "step_env.h"
 
 namespace gpubind {
@@ -288,6 +289,41 @@ TEST_F(DaemonTest, WatchdogIsPingedWhenSystemdAsks) {
   start({}, {"WATCHDOG_USEC=200000"});
   EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s));
   EXPECT_TRUE(notify_->wait_for("WATCHDOG=1", 2s)) << "pinged repeatedly";
+}
+
+// One user may hold 64 connections: past that, their oldest silent one is closed for each new
+// one, and another user is served all along. (Root only: the test becomes user nobody.)
+TEST_F(DaemonTest, OneUserHoldsAtMost64Connections) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect as another user";
+  start();
+  chmod(dir_.c_str(), 0755);
+  constexpr int kOpened = 80;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(200);
+    std::vector<int> fds;
+    for (int i = 0; i < kOpened; ++i) {
+      auto fd = protocol::connect_unix(socket_, protocol::Clock::now() + 1s);
+      if (!fd) _exit(201);
+      fds.push_back(*fd);
+    }
+    std::this_thread::sleep_for(300ms);  // well inside the 1 s a silent connection may live
+    int open = 0;
+    for (int fd : fds) {
+      char byte;
+      const ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+      open += n < 0 && errno == EAGAIN;
+    }
+    _exit(open);
+  }
+  // Meanwhile another user (root here) is served.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(client().status(2s));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 64) << "connections of user nobody still open";
 }
 
 // The watchdog's probe is a plan through the socket: when the socket stops answering (here its
