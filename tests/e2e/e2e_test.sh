@@ -8,7 +8,6 @@ set -uo pipefail
 build=$(cd "$1" && pwd)
 source "$(dirname "$0")/lib.sh"
 e2e_start_cluster e2e 2
-ncpus=$(nproc)
 
 
 # --- binding per task ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cluster=$here/slurm-cluster
 check=$build/bin/gpubind-check
 ctl=$build/bin/gpubindctl
+ncpus=$(nproc)  # check_tasks: tasks own disjoint CPUs while they fit
 passed=0
 failed=0
 # Slurm and lstopo from a slurm-bundle folder (a GPU machine without Slurm installed).
