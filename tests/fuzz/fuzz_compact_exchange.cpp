@@ -1,26 +1,32 @@
 // The daemon's side of the compact protocol on arbitrary bytes, as the plugin's path reaches it:
-// the bytes arrive on a real socket (magic, version, length, PlanRequest), gpubindd's handler
-// frames, decodes, plans on the LUMI-G fixture through the real BinderService and answers. Whatever
-// the bytes, the answer is absent (the request never arrived whole), or one well-framed answer; a
-// plan answered has one binding per task, each inside the step's CPUs.
+// the bytes arrive on gpubindd's listening socket (magic, version, length, PlanRequest), its
+// Router reads and frames them, a PlanWorkers thread plans on the LUMI-G fixture through the real
+// BinderService, and the Router answers. Whatever the bytes, the answer is absent (the request
+// never arrived whole), or one well-framed answer; a plan answered has one binding per task, each
+// inside the step's CPUs. Inputs that do not begin with the compact magic are gRPC's, not
+// fuzzed here (the Router hands them over untouched).
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "binder_service.h"
-#include "compact_server.h"
 #include "daemon_state.h"
 #include "gpubind/cpuset.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
+#include "listener.h"
 #include "log.h"
+#include "plan_workers.h"
+#include "router.h"
 
 using namespace gpubind;
 
@@ -36,6 +42,32 @@ daemon::BinderService& service() {
     return new daemon::BinderService(*state, false);
   }();
   return *instance;
+}
+
+// The daemon's socket, served for the whole run by a Router and its planning workers.
+const std::string& socket_path() {
+  static const std::string* path = [] {
+    char dir[] = "/tmp/gpubind-fuzz-XXXXXX";
+    if (!mkdtemp(dir)) std::abort();
+    auto* where = new std::string(std::string(dir) + "/gpubindd.sock");
+    auto fd = daemon::open_listener({*where});
+    if (!fd) std::abort();
+    auto* workers = new daemon::PlanWorkers({});
+    auto* router = new daemon::Router(service(), *workers, {});
+    if (!router->start(*fd, nullptr)) std::abort();  // no gRPC: only compact inputs are sent
+    return where;
+  }();
+  return *path;
+}
+
+int connect_to_daemon() {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) std::abort();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path().c_str(), sizeof addr.sun_path - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) std::abort();
+  return fd;
 }
 
 std::string read_all(int fd) {
@@ -70,23 +102,20 @@ void check_plan(const std::string& request_bytes, const std::string& plan_bytes)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kHeader = compact::kRequestHeaderBytes;
-  // Inputs stay below a socket buffer, so writing them all before serving cannot block.
+  if (size < sizeof compact::kMagic || std::memcmp(data, compact::kMagic, sizeof compact::kMagic))
+    return 0;
+  // Inputs stay below a socket buffer, so writing them all before reading cannot block.
   if (size > 64 * 1024) return 0;
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
-  if (size > 0 && write(fds[0], data, size) != static_cast<ssize_t>(size)) std::abort();
-  shutdown(fds[0], SHUT_WR);  // the client has said everything: no waiting for the deadline
-  // The client reads while the daemon writes: a plan for thousands of tasks fills any buffer.
-  std::string answer;
-  std::thread client([&] { answer = read_all(fds[0]); });
+  const int fd = connect_to_daemon();
   const auto started = std::chrono::steady_clock::now();
-  daemon::serve_compact_connection(fds[1], service());  // closes fds[1]
+  if (write(fd, data, size) != static_cast<ssize_t>(size)) std::abort();
+  shutdown(fd, SHUT_WR);  // the client has said everything: no waiting for the deadline
+  const std::string answer = read_all(fd);  // until the daemon closes
+  close(fd);
   // The daemon gives up an exchange after 2 s (planning included): an answer cut there is the
   // deadline working, on a machine too loaded to plan in time.
   const bool hit_deadline =
       std::chrono::steady_clock::now() - started > std::chrono::milliseconds(1900);
-  client.join();
-  close(fds[0]);
 
   const uint32_t length =
       size >= kHeader
