@@ -86,10 +86,13 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
       if (gpu.token().size() > kMaxTokenBytes) {
         return make_error("GPU token longer than " + std::to_string(kMaxTokenBytes) + " bytes");
       }
+      if (gpu.pci().size() > kMaxTokenBytes) {
+        return make_error("GPU bus id longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+      }
       if (gpu.node_index() > static_cast<uint32_t>(kMaxGpus)) {
         return make_error("GPU " + std::to_string(gpu.node_index()) + " does not exist");
       }
-      gpus.push_back({static_cast<int>(gpu.node_index()), gpu.token()});
+      gpus.push_back({static_cast<int>(gpu.node_index()), gpu.token(), gpu.pci()});
     }
     request.gpus = std::move(gpus);
   } else if (proto.gpus_size() > 0) {
@@ -145,6 +148,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
       v1::StepGpu* out = proto.add_gpus();
       out->set_node_index(static_cast<uint32_t>(std::max(gpu.gpu, 0)));
       out->set_token(gpu.token);
+      out->set_pci(gpu.pci);
     }
   }
   proto.set_cpus_per_task(static_cast<uint32_t>(std::max(request.cpus_per_task, 0)));

@@ -16,13 +16,15 @@ bool all_digits(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// How the step names the node GPU `node_index`: its token, or "" when it is not the step's. A
-// step given every GPU of the node names them by number within their vendor: at most the node
-// index ("?" stands for "a number up to it").
-std::string step_token(const StepRequest& request, int node_index) {
-  if (!request.gpus_given) return node_index >= 0 ? "?" : "";
+// How the step names the task's GPU `gpu`: its token, or "" when it is not the step's. A step
+// given every GPU of the node names them by number within their vendor: at most the node index
+// ("?" stands for "a number up to it"). A step that named its GPUs by bus id knows them so.
+std::string step_token(const StepRequest& request, const TaskGpuInfo& gpu) {
+  if (!request.gpus_given) return gpu.node_index >= 0 ? "?" : "";
+  for (const auto& [pci, token] : request.gpus_by_pci)
+    if (!pci.empty() && pci == gpu.pci) return token;
   for (const auto& [index, token] : request.gpus)
-    if (index == node_index) return token;
+    if (index == gpu.node_index) return token;
   return "";
 }
 
@@ -62,7 +64,7 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
         return make_error("GPU '" + gpu.token + "' is not one of the step's");
       continue;
     }
-    const std::string token = step_token(request, gpu.node_index);
+    const std::string token = step_token(request, gpu);
     if (token.empty())
       return make_error("GPU " + std::to_string(gpu.node_index) + " is not one of the step's");
     if (!names_the_gpu(request, task, gpu, token))
@@ -76,7 +78,7 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
 bool whole_step_gpus(const StepRequest& request, const TaskBinding& task) {
   return std::all_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpuInfo& gpu) {
     if (gpu.node_index < 0) return true;
-    const std::string token = step_token(request, gpu.node_index);
+    const std::string token = step_token(request, gpu);
     return token == "?" ? parse_whole_number(gpu.token, 0, gpu.node_index).has_value()
                         : gpu.token == token;
   });

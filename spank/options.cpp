@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include <pwd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -326,6 +328,16 @@ std::vector<std::string> passed_vars(const char* het_components) {
   }
   names.push_back(kHetEnv);
   return names;
+}
+
+protocol::TrustedServer trusted_server_of(const SiteArgs& site) {
+  protocol::TrustedServer trust;
+  passwd entry{}, *found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwnam_r(site.daemon_user.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found)
+    trust.daemon_uid = found->pw_uid;
+  return trust;
 }
 
 }  // namespace gpubind::spank

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
 #include "gpubind/result.h"
 
@@ -55,6 +56,9 @@ struct SiteArgs {
 };
 
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args);
+
+// Who may serve the socket: root, and the site's daemon_user where that account exists here.
+protocol::TrustedServer trusted_server_of(const SiteArgs& site);
 
 // The binding a user asked Slurm for explicitly: srun's own --cpu-bind/--gpu-bind values, less
 // the words that only set verbosity ("verbose", "quiet"); empty where not asked.

@@ -1,8 +1,6 @@
 // slurmstepd: one plan per step and node in user_init (before the tasks fork), applied by each
 // task in task_init (after Slurm's own binding, just before exec).
 #include <dlfcn.h>
-#include <pwd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -145,22 +143,12 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   return request;
 }
 
-// Root and the daemon's account (daemon_user=) may serve the socket; an account that does not
-// exist here leaves root alone.
-protocol::TrustedServer trusted_server(const SiteArgs& site) {
-  protocol::TrustedServer trust;
-  passwd entry{}, *found = nullptr;
-  static char buffer[16384];  // user_init runs once per step, on one thread
-  if (getpwnam_r(site.daemon_user.c_str(), &entry, buffer, sizeof buffer, &found) == 0 && found)
-    trust.daemon_uid = found->pw_uid;
-  return trust;
-}
-
 // The daemon's plan, if whoever serves the socket is trusted and the answer stays inside the
 // step; a failed check says which, and is logged for the administrator.
 Result<StepPlan> ask_daemon(const StepRequest& request) {
   const SiteArgs& site = state().site;
-  auto answer = protocol::ask_daemon(site.socket, request, site.timeout_ms, trusted_server(site));
+  auto answer =
+      protocol::ask_daemon(site.socket, request, site.timeout_ms, trusted_server_of(site));
   if (answer) {
     auto checked = check_answer(request, *answer, site.env_allow);
     if (checked) {
@@ -198,15 +186,6 @@ Result<StepPlan> plan_step(const StepRequest& request) {
 bool is_special_step(uint32_t step_id) {
   return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_EXTERN_CONT ||
          step_id == SLURM_INTERACTIVE_STEP;
-}
-
-// Linux memory policy: prefer the task's NUMA node (falls back elsewhere when it is full).
-void prefer_numa_node(int node) {
-  if (node < 0 || node >= 1024) return;
-  constexpr int kMpolPreferred = 1;
-  unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
-  mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
-  syscall(SYS_set_mempolicy, kMpolPreferred, mask, 1024UL);
 }
 
 // What an outer task's binding left in this task's environment (a step started inside a bound

@@ -1,38 +1,16 @@
 // libgpubind_stepd.so: the in-process fallback planner, loaded by the SPANK plugin in slurmstepd
 // only, and only when gpubindd cannot answer: it brings hwloc, protobuf and the policy loader,
 // which srun, sbatch and salloc (they load every SPANK plugin) never need. It answers the bytes
-// the daemon answers, through the same conversions.
+// the daemon answers, through the same conversions (local_plan.h).
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 
-#include "api_convert.h"
-#include "gpubind/node.h"
-#include "gpubind/planner.h"
-#include "gpubind/protocol/limits.h"
+#include "local_plan.h"
 #include "stepd_abi.h"
 
 namespace gpubind::spank {
 namespace {
-
-Result<std::string> plan_step(const void* bytes, size_t size, const char* policy) {
-  if (size > protocol::kMaxRequestBytes) return make_error("request too large");
-  v1::PlanRequest proto;
-  if (!proto.ParseFromArray(bytes, static_cast<int>(size)))
-    return make_error("not a gpubind.v1.PlanRequest");
-  auto request = api::request_from_proto(proto);
-  if (!request) return request.error();
-  NodeSources sources;
-  sources.policy_path = policy_to_load(policy ? std::optional<std::string>(policy) : std::nullopt);
-  auto node = load_node(sources);
-  if (!node) return node.error();
-  auto plan = make_plan(node->topology, node->policy, *request);
-  if (!plan) return plan.error();
-  v1::PlanResponse response;
-  api::plan_to_proto(*plan, response, &node->topology);
-  response.set_hostname(node->topology.hostname);
-  return response.SerializeAsString();
-}
 
 // A malloc'd copy with a NUL after it (an error text reads as a C string).
 void* copy_out(const std::string& bytes, size_t* size) {
@@ -61,7 +39,8 @@ __attribute__((visibility("default"))) int gpubind_stepd_plan(const void* reques
   *answer = nullptr;
   *answer_size = 0;
   try {
-    auto plan = plan_step(request, request ? request_size : 0, policy);
+    auto plan = gpubind::api::plan_here(request, request ? request_size : 0,
+                                        policy ? std::optional<std::string>(policy) : std::nullopt);
     *answer = copy_out(plan ? *plan : plan.error().message, answer_size);
     return plan ? 0 : 1;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <numeric>
 #include <tuple>
@@ -32,6 +33,29 @@ using Region = std::vector<int>;
 // "1 task", "2 tasks".
 std::string counted(size_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+// A PCI bus id as "dddd:bb:dd.f" in lower case: hwloc writes a 4-digit domain, NVIDIA's tools
+// 8 digits ("00000000:C1:00.0"), and some tools none ("c1:00.0").
+std::string canonical_bus_id(const std::string& text) {
+  std::string lower;
+  for (char c : text)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  const size_t first = lower.find(':');
+  if (first == std::string::npos || lower.find(':', first + 1) == std::string::npos)
+    return "0000:" + lower;
+  const std::string domain = lower.substr(0, first);
+  const size_t digits = domain.find_first_not_of('0');
+  const std::string value = digits == std::string::npos ? "0" : domain.substr(digits);
+  return std::string(value.size() < 4 ? 4 - value.size() : 0, '0') + value + lower.substr(first);
+}
+
+// The GPU whose PCI bus id is `bus_id`, -1 if none.
+int gpu_with_bus_id(const Topology& topology, const std::string& bus_id) {
+  const std::string wanted = canonical_bus_id(bus_id);
+  for (const Gpu& gpu : topology.gpus)
+    if (!gpu.pci_bus_id.empty() && canonical_bus_id(gpu.pci_bus_id) == wanted) return gpu.index;
+  return -1;
 }
 
 // Where a task or device sits, for distances.
@@ -293,6 +317,12 @@ Status Planner::resolve_step_gpus() {
     return Ok{};
   }
   step_gpus_ = *request_.gpus;
+  for (StepGpu& gpu : step_gpus_) {
+    if (gpu.pci.empty()) continue;
+    const int found = gpu_with_bus_id(topo_, gpu.pci);
+    if (found < 0) return make_error("no GPU of this node has PCI bus id '" + gpu.pci + "'");
+    gpu.gpu = found;
+  }
   std::vector<bool> seen(topo_.gpus.size(), false);
   for (const StepGpu& gpu : step_gpus_) {
     if (gpu.gpu < 0 || gpu.gpu >= static_cast<int>(topo_.gpus.size())) {

@@ -47,6 +47,19 @@ bool write_gpus(pb_ostream_t* stream, const pb_field_iter_t* field, void* const*
   return true;
 }
 
+bool write_gpus_by_pci(pb_ostream_t* stream, const pb_field_iter_t* field, void* const* arg) {
+  for (const auto& [pci, token] :
+       *static_cast<const std::vector<std::pair<std::string, std::string>>*>(*arg)) {
+    gpubind_v1_StepGpu gpu = gpubind_v1_StepGpu_init_zero;
+    gpu.token = writes(token);
+    gpu.pci = writes(pci);
+    if (!pb_encode_tag_for_field(stream, field) ||
+        !pb_encode_submessage(stream, gpubind_v1_StepGpu_fields, &gpu))
+      return false;
+  }
+  return true;
+}
+
 // Decoding: callbacks that read one field into the value `arg` points at.
 bool read_string(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   auto* text = static_cast<std::string*>(*arg);
@@ -116,6 +129,8 @@ Status check_request(const StepRequest& r) {
     return make_error("a count of the step is negative");
   for (const auto& gpu : r.gpus)
     if (gpu.first < 0) return make_error("GPU index " + std::to_string(gpu.first) + " is negative");
+  if (!r.gpus.empty() && !r.gpus_by_pci.empty())
+    return make_error("GPUs listed both by node index and by PCI bus id");
   if (!r.order.empty() && r.order != "gpu" && r.order != "cpu")
     return make_error("order '" + r.order + "': expected gpu or cpu");
   if (!r.ze_hierarchy.empty() && r.ze_hierarchy != "flat" && r.ze_hierarchy != "composite")
@@ -135,8 +150,14 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.allowed_cpus = writes(r.allowed_cpus);
   message.allowed_cores = writes(r.allowed_cores);
   message.gpus_given = r.gpus_given;
-  message.gpus.funcs.encode = write_gpus;
-  message.gpus.arg = const_cast<std::vector<std::pair<int, std::string>>*>(&r.gpus);
+  if (r.gpus_by_pci.empty()) {
+    message.gpus.funcs.encode = write_gpus;
+    message.gpus.arg = const_cast<std::vector<std::pair<int, std::string>>*>(&r.gpus);
+  } else {
+    message.gpus.funcs.encode = write_gpus_by_pci;
+    message.gpus.arg =
+        const_cast<std::vector<std::pair<std::string, std::string>>*>(&r.gpus_by_pci);
+  }
   message.unplaced_gpus.funcs.encode = write_strings;
   message.unplaced_gpus.arg = const_cast<std::vector<std::string>*>(&r.unplaced_gpus);
   message.cpus_per_task = static_cast<uint32_t>(r.cpus_per_task);

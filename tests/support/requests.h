@@ -44,6 +44,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
     for (size_t i = 0; i < sent.gpus->size(); ++i) {
       EXPECT_EQ((*back.gpus)[i].gpu, (*sent.gpus)[i].gpu);
       EXPECT_EQ((*back.gpus)[i].token, (*sent.gpus)[i].token);
+      EXPECT_EQ((*back.gpus)[i].pci, (*sent.gpus)[i].pci);
     }
   }
   EXPECT_EQ(back.cpus_per_task, sent.cpus_per_task);

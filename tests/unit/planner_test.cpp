@@ -229,6 +229,28 @@ TEST(PlannerLumi, MultiGpuTasksTakeTheNearestGpusNotTheNextInStepOrder) {
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1,3") << "GCDs 2 and 3";
 }
 
+TEST(PlannerLumi, AGpuNamedByItsBusIdIsThatGpuWhateverItsIndexSays) {
+  const Topology& t = fixture("lumi-g");
+  const std::string bus_id = t.gpus[5].pci_bus_id;
+  std::string upper, nvidia_style = "0000" + bus_id;  // NVIDIA's tools print 8 domain digits
+  for (char c : bus_id)
+    upper.push_back(static_cast<char>(std::toupper(c)));
+  for (const std::string& written : {bus_id, upper, nvidia_style, bus_id.substr(5)}) {
+    PlanRequest request = tasks(1);
+    request.gpus = std::vector<StepGpu>{{0, "7", written}};
+    const Plan plan = plan_or_fail(t, lumi_policy(), request);
+    EXPECT_EQ(plan.tasks[0].gpus[0].gpu, 5) << written;
+    EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "7") << written;
+  }
+  PlanRequest unknown = tasks(1);
+  unknown.gpus = std::vector<StepGpu>{{0, "0", "0000:ee:00.0"}};
+  auto refused = make_plan(t, lumi_policy(), unknown);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("no GPU of this node has PCI bus id '0000:ee:00.0'"),
+            std::string::npos)
+      << refused.error().message;
+}
+
 TEST(PlannerLumi, StepGpuSubsetAndTokensAreRespected) {
   const Topology& t = fixture("lumi-g");
   PlanRequest request = tasks(2);

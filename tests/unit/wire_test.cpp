@@ -52,6 +52,22 @@ TEST(Wire, TheDaemonReadsEveryFieldThePluginSends) {
   testing::expect_same_request(*request, testing::request_with_every_field());
 }
 
+TEST(Wire, GpusNamedByBusIdReachTheDaemonInStepOrder) {
+  StepRequest r;
+  r.gpus_given = true;
+  r.gpus_by_pci = {{"0000:d1:00.0", "3"}, {"0000:c1:00.0", "GPU-a"}};
+  auto bytes = encode_request(r);
+  ASSERT_TRUE(bytes) << bytes.error().message;
+  auto request = api::request_from_proto(as_daemon_reads(*bytes));
+  ASSERT_TRUE(request) << request.error().message;
+  ASSERT_TRUE(request->gpus);
+  ASSERT_EQ(request->gpus->size(), 2u);
+  EXPECT_EQ((*request->gpus)[0].pci, "0000:d1:00.0");
+  EXPECT_EQ((*request->gpus)[0].token, "3");
+  EXPECT_EQ((*request->gpus)[1].pci, "0000:c1:00.0");
+  EXPECT_EQ((*request->gpus)[1].token, "GPU-a");
+}
+
 TEST(Wire, DefaultsStayUnset) {
   auto bytes = encode_request(StepRequest{});
   ASSERT_TRUE(bytes);
@@ -80,6 +96,11 @@ TEST(Wire, ValuesTheSchemaCannotCarryAreRefused) {
   r.gpus_given = true;
   r.gpus = {{-1, "x"}};
   refused_with(r, "GPU index -1 is negative");
+  r = {};
+  r.gpus_given = true;
+  r.gpus = {{0, "0"}};
+  r.gpus_by_pci = {{"0000:c1:00.0", "1"}};
+  refused_with(r, "both by node index and by PCI bus id");
   r = {};
   r.order = "sideways";
   refused_with(r, "order 'sideways'");

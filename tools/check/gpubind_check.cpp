@@ -6,19 +6,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpubind/affinity.h"
 #include "gpubind/cpuset.h"
+#include "gpubind/launcher.h"
 #include "gpubind/output/json.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: gpubind-check [--json]\n"
-    "Prints one line per task: rank, local rank, host, allowed CPUs (from the kernel), GPU\n"
-    "visibility, NIC and OpenMP environment, and what gpubind planned for it (GPUBIND_*).\n";
+    "Prints one line per task: rank and local rank (as its launcher says: torchrun, MPI, PALS,\n"
+    "Flux, Slurm), host, allowed CPUs (from the kernel), GPU visibility, NIC and OpenMP\n"
+    "environment, and what gpubind planned for it (GPUBIND_*).\n";
 
 const std::vector<const char*> kGpuVars = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
                                            "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
@@ -38,6 +41,23 @@ std::string env_or(const char* name, const char* fallback) {
   return value ? value : fallback;
 }
 
+// Rank and local rank as the process's launcher gives them (torchrun, MPI, PALS, Flux, Slurm).
+struct Ranks {
+  std::string rank = "-", local = "-";
+};
+
+Ranks ranks() {
+  Ranks out;
+  auto place = gpubind::local_rank_from_env([](const std::string& name) {
+    const char* value = std::getenv(name.c_str());
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  });
+  if (!place) return {env_or("SLURM_PROCID", "-"), env_or("SLURM_LOCALID", "-")};
+  out.local = std::to_string(place->rank);
+  if (place->world_rank >= 0) out.rank = std::to_string(place->world_rank);
+  return out;
+}
+
 std::string allowed_cpus() {
   return gpubind::current_affinity().to_list();
 }
@@ -55,18 +75,17 @@ void print_json() {
       if (const char* value = std::getenv(name)) env[name] = value;
     }
   }
-  const gpubind::output::Json json{{"rank", env_or("SLURM_PROCID", "-")},
-                                   {"local_rank", env_or("SLURM_LOCALID", "-")},
-                                   {"host", hostname()},
-                                   {"node", env_or("SLURMD_NODENAME", "-")},
-                                   {"cpus", allowed_cpus()},
-                                   {"env", std::move(env)}};
+  const Ranks r = ranks();
+  const gpubind::output::Json json{
+      {"rank", r.rank},         {"local_rank", r.local},
+      {"host", hostname()},     {"node", env_or("SLURMD_NODENAME", "-")},
+      {"cpus", allowed_cpus()}, {"env", std::move(env)}};
   std::printf("%s\n", gpubind::output::to_text(json).c_str());
 }
 
 void print_line() {
-  std::string line = "rank " + env_or("SLURM_PROCID", "-") + " local " +
-                     env_or("SLURM_LOCALID", "-") + " host " + hostname() + " node " +
+  const Ranks r = ranks();
+  std::string line = "rank " + r.rank + " local " + r.local + " host " + hostname() + " node " +
                      env_or("SLURMD_NODENAME", "-") + " cpus " + allowed_cpus();
   for (const auto* list : {&kGpuVars, &kNicVars, &kOtherVars}) {
     for (const char* name : *list) {

@@ -1,7 +1,9 @@
-// The calling thread's CPU affinity, as gpubind's CpuSet.
+// The calling thread's CPU affinity, as gpubind's CpuSet, and its NUMA memory preference.
 #pragma once
 
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -31,6 +33,17 @@ inline Status set_affinity(const CpuSet& cpus) {
   cpus.for_each([&](int cpu) { CPU_SET(cpu, &set); });
   if (sched_setaffinity(0, sizeof set, &set) != 0) return make_error(std::strerror(errno));
   return Ok{};
+}
+
+// Linux memory policy: prefer NUMA node `node` (the kernel falls back elsewhere when it is full).
+inline void prefer_numa_node(int node) {
+  constexpr int kMaxNodes = 1024;
+  if (node < 0 || node >= kMaxNodes) return;
+  constexpr int kMpolPreferred = 1;
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  unsigned long mask[kMaxNodes / kBits] = {};
+  mask[node / kBits] |= 1UL << (node % kBits);
+  syscall(SYS_set_mempolicy, kMpolPreferred, mask, static_cast<unsigned long>(kMaxNodes));
 }
 
 }  // namespace gpubind

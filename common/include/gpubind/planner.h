@@ -16,8 +16,14 @@ namespace gpubind {
 
 // One GPU allocated to the step, in the step's order.
 struct StepGpu {
+  StepGpu() = default;
+  // Not an aggregate: most steps name GPUs by index and token alone.
+  StepGpu(int gpu_, std::string token_, std::string pci_ = {})
+      : gpu(gpu_), token(std::move(token_)), pci(std::move(pci_)) {}
+
   int gpu = 0;        // index into Topology::gpus
   std::string token;  // how the step names it in its visibility env ("0", "3", "GPU-uuid"...)
+  std::string pci;    // when set, its PCI bus id names the GPU instead of `gpu`
 };
 
 enum class ZeHierarchy { kFlat, kComposite };

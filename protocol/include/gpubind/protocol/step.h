@@ -17,6 +17,8 @@ struct StepRequest {
   std::string allowed_cores;  // core indices (Slurm's S_STEP_ALLOC_CORES); empty = none given
   bool gpus_given = false;
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
+  // GPUs known by PCI bus id instead (bus id, token); a request lists GPUs one way only.
+  std::vector<std::pair<std::string, std::string>> gpus_by_pci;
   std::vector<std::string> unplaced_gpus;         // tokens with no node GPU (MIG instances)
   int cpus_per_task = 0, gpus_per_task = 0, tasks_per_gpu = 0;
   std::string order;  // "", "gpu" or "cpu"

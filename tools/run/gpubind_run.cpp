@@ -1,0 +1,288 @@
+// gpubind-run: binds the calling process as one of the workers a launcher started on this node
+// (torchrun, mpiexec, PALS, Flux, srun), then runs the command. Every worker asks for the same
+// plan of what the launcher had, over the protocol the plugin uses (the daemon's cache makes the
+// repeats cheap), checks the answer as the plugin does, and applies its own entry.
+#include <errno.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "answer_check.h"
+#include "gpubind/affinity.h"
+#include "gpubind/launcher.h"
+#include "gpubind/parse.h"
+#include "gpubind/protocol/client.h"
+#include "local_plan.h"
+#include "options.h"
+#include "site_config.h"
+#include "step_env.h"
+#include "worker_gpus.h"
+#include "worker_setup.h"
+
+namespace gpubind::run {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpubind-run [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "Binds this process as local rank r of n (from its launcher: torchrun, Open MPI, MPICH,\n"
+    "PALS, Flux, Slurm) to its share of the CPUs and GPUs its launcher had, with the GPU, NIC\n"
+    "and thread environment gpubind plans, then runs COMMAND.\n"
+    "  --local-rank N, --local-size N  override the launcher's local rank and count\n"
+    "  --flags FLAGS        the plugin's flags: verbose,dry-run,order=gpu|cpu,smt=N,\n"
+    "                       no-gpu-env,no-nic-env,omp (each also as an option of its own)\n"
+    "  --verbose, --dry-run, --order=gpu|cpu, --smt=N, --no-gpu-env, --no-nic-env, --omp\n"
+    "  --topology FILE      plan here from an hwloc XML dump, without the daemon\n"
+    "  --policy FILE        the policy to plan with here (default: the site's)\n"
+    "  --socket PATH        the daemon's socket (default: plugstack.conf's, else " /**/
+    "/run/gpubind/gpubind.sock)\n"
+    "  --plugstack FILE     where the site's plugin arguments are (default: Slurm's "
+    "plugstack.conf)\n"
+    "  -h, --help, --version\n"
+    "Exit status: COMMAND's; 2 for a usage error, 1 when binding fails and the site says\n"
+    "on_error=fail, 126/127 when COMMAND cannot run.\n";
+
+struct Options {
+  std::optional<int> local_rank, local_size;
+  std::vector<std::string> flag_words;
+  std::optional<std::string> topology, policy, socket, plugstack;
+  std::vector<std::string> command;
+};
+
+std::optional<std::string> env_of(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  return value ? std::optional<std::string>(value) : std::nullopt;
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "gpubind-run: %s\n(gpubind-run --help for usage)\n", message.c_str());
+  std::exit(2);
+}
+
+int count_option(const std::string& name, const std::string& text) {
+  const auto value = parse_whole_number(text, 0, 4096);
+  if (!value) usage_error(name + " '" + text + "': expected a number from 0 to 4096");
+  return static_cast<int>(*value);
+}
+
+// Options end at the first word that is not one (or after "--"): COMMAND's own options stay its.
+Options parse_options(int argc, char** argv) {
+  Options o;
+  const std::vector<std::string> value_options = {"--local-rank", "--local-size", "--flags",
+                                                  "--topology",   "--policy",     "--socket",
+                                                  "--plugstack",  "--order",      "--smt"};
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.rfind("-", 0) != 0) break;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg == "--version") {
+      std::printf("gpubind-run %s\n", GPUBIND_VERSION);
+      std::exit(0);
+    }
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    const bool takes_value =
+        std::find(value_options.begin(), value_options.end(), arg) != value_options.end();
+    if (takes_value && !has_value) {
+      if (i + 1 >= argc) usage_error(arg + " needs a value");
+      value = argv[++i];
+    } else if (!takes_value && has_value) {
+      usage_error(arg + " takes no value");
+    }
+    if (arg == "--local-rank") {
+      o.local_rank = count_option(arg, value);
+    } else if (arg == "--local-size") {
+      o.local_size = count_option(arg, value);
+    } else if (arg == "--flags") {
+      o.flag_words.push_back(value);
+    } else if (arg == "--order" || arg == "--smt") {
+      o.flag_words.push_back(arg.substr(2) + "=" + value);
+    } else if (arg == "--verbose" || arg == "--dry-run" || arg == "--no-gpu-env" ||
+               arg == "--no-nic-env" || arg == "--omp") {
+      o.flag_words.push_back(arg.substr(2));
+    } else if (arg == "--topology") {
+      o.topology = value;
+    } else if (arg == "--policy") {
+      o.policy = value;
+    } else if (arg == "--socket") {
+      o.socket = value;
+    } else if (arg == "--plugstack") {
+      o.plugstack = value;
+    } else {
+      usage_error("unknown option " + arg);
+    }
+  }
+  for (; i < argc; ++i)
+    o.command.emplace_back(argv[i]);
+  if (o.command.empty()) usage_error("no COMMAND to run");
+  return o;
+}
+
+spank::UserFlags parse_flags(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words)
+    text += (text.empty() ? "" : ",") + word;
+  auto flags = spank::parse_user_flags(text);
+  if (!flags) usage_error(flags.error().message);
+  if (flags->help) {
+    std::fputs(spank::user_flags_help(), stdout);
+    std::exit(0);
+  }
+  return *flags;
+}
+
+spank::SiteArgs site_args(const Options& o) {
+  auto args = gpubind_plugstack_args(o.plugstack, env_of("SLURM_CONF"));
+  if (!args) usage_error("plugstack.conf: " + args.error().message);
+  auto site = spank::parse_site_args(args->value_or(std::vector<std::string>{}));
+  if (!site) usage_error("plugstack.conf: spank_gpubind.so: " + site.error().message);
+  if (o.socket) site->socket = *o.socket;
+  if (o.policy) site->policy = *o.policy;
+  return *site;
+}
+
+// Plans here: with --topology (no daemon asked) or as the fallback.
+Result<spank::StepPlan> plan_here(const spank::StepRequest& request, const Options& o,
+                                  const spank::SiteArgs& site) {
+  auto bytes = protocol::encode_request(request);
+  if (!bytes) return bytes.error();
+  auto answer = api::plan_here(
+      bytes->data(), bytes->size(),
+      site.policy.empty() ? std::nullopt : std::optional<std::string>(site.policy), o.topology);
+  if (!answer) return answer.error();
+  auto plan = protocol::decode_plan(*answer);
+  if (!plan) return plan;
+  if (auto checked = spank::check_answer(request, *plan, site.env_allow); !checked)
+    return make_error("in-process plan refused: " + checked.error().message);
+  plan->source = o.topology ? "here, " + *o.topology : "fallback";
+  return plan;
+}
+
+Result<spank::StepPlan> plan_step(const spank::StepRequest& request, const Options& o,
+                                  const spank::SiteArgs& site) {
+  if (o.topology) return plan_here(request, o, site);
+  auto answer = ask_daemon(request, site);
+  if (answer) return answer;
+  if (site.on_error != spank::OnError::kFallback || answer.error().invalid_input)
+    return answer.error();
+  auto local = plan_here(request, o, site);
+  if (!local) {
+    return make_error(answer.error().message +
+                      "; in-process planning failed too: " + local.error().message);
+  }
+  local->warnings.insert(local->warnings.begin(),
+                         answer.error().message + "; planned in-process instead");
+  return local;
+}
+
+[[noreturn]] void run_command(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& word : command)
+    argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  const int error = errno;
+  std::fprintf(stderr, "gpubind-run: cannot run '%s': %s\n", argv[0], std::strerror(error));
+  std::exit(error == ENOENT ? 127 : 126);
+}
+
+std::string host_name() {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  const spank::UserFlags flags = parse_flags(o.flag_words);
+  if (flags.off) run_command(o.command);
+  auto place = local_rank_from_env(env_of, o.local_rank, o.local_size);
+  if (!place) usage_error(place.error().message);
+  const spank::SiteArgs site = site_args(o);
+
+  // A task the plugin bound as this very rank has its binding already.
+  if (already_bound_by_plugin(env_of, *place)) {
+    if (flags.verbose)
+      std::fprintf(stderr,
+                   "gpubind-run: local rank %d of %d (%s) is bound by gpubind's plugin "
+                   "already: running as it is\n",
+                   place->rank, place->size, place->source.c_str());
+    run_command(o.command);
+  }
+
+  const LauncherCpus cpus = launcher_cpus();
+  spank::StepRequest request = worker_request(env_of, *place, flags, cpus.cpus);
+  const WorkerGpus gpus = worker_gpus(env_of, request);
+  if (flags.verbose) {
+    std::fprintf(stderr, "gpubind-run: local rank %d of %d from %s; CPUs %s (%s); GPUs: %s\n",
+                 place->rank, place->size, place->source.c_str(), request.allowed_cpus.c_str(),
+                 cpus.how.c_str(), gpus.how.c_str());
+  }
+  if (!gpus.warning.empty() && place->rank == 0)
+    std::fprintf(stderr, "gpubind-run: warning: %s\n", gpus.warning.c_str());
+
+  auto plan = plan_step(request, o, site);
+  if (!plan) {
+    if (site.on_error == spank::OnError::kFail) {
+      std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
+                   plan.error().message.c_str());
+      return 1;
+    }
+    if (place->rank == 0)
+      std::fprintf(stderr, "gpubind-run: %s; running unbound\n", plan.error().message.c_str());
+    run_command(o.command);
+  }
+  if (place->rank == 0) {
+    for (const std::string& warning : plan->warnings)
+      std::fprintf(stderr, "gpubind-run: warning: %s\n", warning.c_str());
+  }
+  const spank::TaskBinding& task = plan->tasks[place->rank];
+  if (flags.verbose || flags.dry_run) {
+    const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
+    std::fprintf(stderr, "%s%s\n",
+                 spank::describe_binding(host_name(), rank, task, plan->source).c_str(),
+                 flags.dry_run ? " (dry run: not applied)" : "");
+  }
+  if (!flags.dry_run) {
+    if (auto applied = apply_binding(env_of, task, flags); !applied) {
+      if (site.on_error == spank::OnError::kFail) {
+        std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
+                     applied.error().message.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "gpubind-run: local rank %d: %s; running unbound\n", place->rank,
+                   applied.error().message.c_str());
+    }
+  }
+  run_command(o.command);
+}
+
+}  // namespace
+}  // namespace gpubind::run
+
+int main(int argc, char** argv) {
+  try {
+    return gpubind::run::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpubind-run: internal error: %s\n", e.what());
+  }
+  return 1;
+}

@@ -1,0 +1,29 @@
+// Which GPUs a worker started by a launcher may divide: those its visibility variable names, as
+// the node knows them. Pure: reads an environment lookup.
+#pragma once
+
+#include <string>
+
+#include "step_env.h"
+#include "step_types.h"
+
+namespace gpubind::run {
+
+struct WorkerGpus {
+  std::string how;      // where they came from, for --verbose
+  std::string warning;  // set when they could not all be placed on the node's GPUs
+};
+
+// Fills `request`'s GPU fields (gpus_given, gpus or gpus_by_pci, unplaced_gpus) from `env`, by
+// the first rule that applies:
+//  1. no visibility variable: none in a Slurm job whose step has no GPU, else every GPU of the
+//     node;
+//  2. a task gpubind bound: its tokens by the bus ids it recorded (GPUBIND_GPUS, GPUBIND_GPU_PCI);
+//  3. a Slurm step: SLURM_STEP_GPUS beside the visibility list, position by position, where both
+//     list the same number of GPUs;
+//  4. numbers: the node's GPU numbers (no Slurm, no cgroup renumbering);
+//  5. anything else (UUIDs, MIG instances, a list Slurm narrowed per task): handed out by token,
+//     cores placed without their locality (with a warning, except for MIG instances).
+WorkerGpus worker_gpus(const spank::EnvLookup& env, spank::StepRequest& request);
+
+}  // namespace gpubind::run

@@ -1,0 +1,106 @@
+#include "worker_setup.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "answer_check.h"
+#include "gpubind/affinity.h"
+#include "gpubind/parse.h"
+#include "gpubind/protocol/client.h"
+
+namespace gpubind::run {
+namespace {
+
+CpuSet affinity_of(pid_t pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CpuSet cpus;
+  if (sched_getaffinity(pid, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
+  return cpus;
+}
+
+uint64_t id_from_env(const spank::EnvLookup& env, const char* name) {
+  const auto text = env(name);
+  if (!text) return 0;
+  return static_cast<uint64_t>(parse_whole_number(*text, 0, LLONG_MAX).value_or(0));
+}
+
+}  // namespace
+
+LauncherCpus launcher_cpus_of(const CpuSet& own, const CpuSet& parent) {
+  if (!parent.empty() && own.is_subset_of(parent) && !(own == parent)) {
+    return {parent, "the launcher's: it bound this worker to " + own.to_list()};
+  }
+  return {own, "this process's"};
+}
+
+LauncherCpus launcher_cpus() {
+  return launcher_cpus_of(current_affinity(), affinity_of(getppid()));
+}
+
+bool already_bound_by_plugin(const spank::EnvLookup& env, const LocalRank& place) {
+  return place.launcher == "Slurm" && env("GPUBIND_BOUND") == "1" &&
+         env("GPUBIND_LOCAL_RANK") == std::to_string(place.rank);
+}
+
+spank::StepRequest worker_request(const spank::EnvLookup& env, const LocalRank& place,
+                                  const spank::UserFlags& flags, const CpuSet& cpus) {
+  spank::StepRequest request;
+  // For the daemon's log only: plans do not depend on them.
+  request.job_id = id_from_env(env, "SLURM_JOB_ID");
+  request.step_id = id_from_env(env, "SLURM_STEP_ID");
+  request.ntasks = place.size;
+  request.allowed_cpus = cpus.to_list();
+  request.order = flags.order.value_or("");
+  request.smt = flags.smt.value_or(-1);
+  request.no_gpu_env = flags.no_gpu_env;
+  request.no_nic_env = flags.no_nic_env;
+  request.omp = flags.omp;
+  request.ze_hierarchy = spank::ze_hierarchy_from_env(env);
+  return request;
+}
+
+Result<spank::StepPlan> ask_daemon(const spank::StepRequest& request, const spank::SiteArgs& site) {
+  auto answer =
+      protocol::ask_daemon(site.socket, request, site.timeout_ms, spank::trusted_server_of(site));
+  if (!answer) return answer;
+  if (auto checked = spank::check_answer(request, *answer, site.env_allow); !checked) {
+    Error refused =
+        make_error("gpubindd at " + site.socket + ": answer refused: " + checked.error().message);
+    refused.untrusted = true;
+    return refused;
+  }
+  answer->source = "daemon";
+  return answer;
+}
+
+Status apply_binding(const spank::EnvLookup& env, const spank::TaskBinding& task,
+                     const spank::UserFlags& flags) {
+  auto cpus = CpuSet::parse_list(task.cpus);
+  if (!cpus) return cpus.error();
+  if (auto bound = set_affinity(*cpus); !bound)
+    return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
+  prefer_numa_node(task.numa);
+  for (const std::string& name : spank::stale_binding_vars(env))
+    unsetenv(name.c_str());
+  std::vector<std::pair<std::string, std::string>> set;
+  for (const spank::TaskEnv& var : task.env) {
+    if (var.only_if_unset && env(var.name)) continue;
+    if (setenv(var.name.c_str(), var.value.c_str(), 1) == 0) set.emplace_back(var.name, var.value);
+  }
+  setenv(spank::kSetRecordVar, spank::record_of_set_vars(set).c_str(), 1);
+  if (!flags.no_gpu_env) {
+    for (const spank::VisibilityUpdate& update : spank::other_visibility_vars(env, task))
+      setenv(update.name.c_str(), update.value.c_str(), 1);
+  }
+  return Ok{};
+}
+
+}  // namespace gpubind::run
