@@ -179,6 +179,20 @@ TEST(WorkerGpus, ATaskGpubindBoundIsKnownByTheBusIdsItRecorded) {
   EXPECT_NE(g.found.how.find("GPUBIND_GPU_PCI"), std::string::npos) << g.found.how;
 }
 
+TEST(WorkerGpus, OnAmdNodesTheRocmListIsReadNotHipsRenumberedOne) {
+  // The second task of a step on AMD GPUs 2 and 3: HIP's CUDA_VISIBLE_DEVICES counts within
+  // ROCR_VISIBLE_DEVICES ("0,1"), which names them as gpubind recorded.
+  const Gpus g = gpus_of({{"SLURM_JOB_ID", "7"},
+                          {"SLURM_STEP_GPUS", "0,1,2,3"},
+                          {"CUDA_VISIBLE_DEVICES", "0,1"},
+                          {"ROCR_VISIBLE_DEVICES", "2,3"},
+                          {"GPUBIND_BOUND", "1"},
+                          {"GPUBIND_GPUS", "2,3"},
+                          {"GPUBIND_GPU_PCI", "0000:42:00.0,0000:43:00.0"}});
+  EXPECT_EQ(g.request.gpus_by_pci, (PciTokens{{"0000:42:00.0", "2"}, {"0000:43:00.0", "3"}}));
+  EXPECT_TRUE(g.found.warning.empty()) << g.found.warning;
+}
+
 TEST(WorkerGpus, ASlurmStepPairsItsGpusWithTheVisibleTokens) {
   const Gpus g = gpus_of(
       {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_GPUS", "4,5,6,7"}, {"CUDA_VISIBLE_DEVICES", "0,1,2,3"}});

@@ -78,10 +78,15 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
     out.how = "none (" + named + ")";
     return out;
   }
-  if (by_recorded_bus_ids(env, tokens, request)) {
-    out.how = named + ", by the bus ids gpubind recorded (GPUBIND_GPU_PCI=" +
-              env("GPUBIND_GPU_PCI").value_or("") + ")";
-    return out;
+  // HIP renumbers CUDA_VISIBLE_DEVICES within ROCR_VISIBLE_DEVICES (gpubind sets both so): the
+  // variable that names the recorded GPUs is the one to read.
+  for (const char* name : kVisibilityVars) {
+    const auto listed = env(name);
+    if (listed && by_recorded_bus_ids(env, split_list(*listed), request)) {
+      out.how = std::string(name) + "=" + *listed + ", by the bus ids gpubind recorded (" +
+                "GPUBIND_GPU_PCI=" + env("GPUBIND_GPU_PCI").value_or("") + ")";
+      return out;
+    }
   }
   if (const auto step = env("SLURM_STEP_GPUS"); step && split_list(*step).size() == tokens.size()) {
     spank::StepGpus gpus = spank::step_gpus_from_env(env);

@@ -18,7 +18,8 @@ struct WorkerGpus {
 // the first rule that applies:
 //  1. no visibility variable: none in a Slurm job whose step has no GPU, else every GPU of the
 //     node;
-//  2. a task gpubind bound: its tokens by the bus ids it recorded (GPUBIND_GPUS, GPUBIND_GPU_PCI);
+//  2. a task gpubind bound: the first visibility variable whose tokens gpubind recorded, by their
+//     bus ids (GPUBIND_GPUS, GPUBIND_GPU_PCI);
 //  3. a Slurm step: SLURM_STEP_GPUS beside the visibility list, position by position, where both
 //     list the same number of GPUs;
 //  4. numbers: the node's GPU numbers (no Slurm, no cgroup renumbering);

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# gpubind-run under real launchers from Debian's packages: torchrun (python3-torch), Open MPI's
+# mpiexec and MPICH's Hydra mpiexec, each inside a bound Slurm task of the test cluster (the
+# workers divide the task) and without Slurm (they divide the shell's CPUs and the node's GPUs).
+# Every worker must be bound, own CPUs disjoint from the others' inside what its launcher had, see
+# a GPU of its own named by its bus id, and, inside Slurm, get what `srun -n N --gpu-bind-auto`
+# would have given local task r.
+# Usage: launchers_test.sh BUILD_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+source "$(dirname "$0")/lib.sh"
+if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
+  echo "the launchers are the host's Debian packages, absent from Slurm $GPUBIND_E2E_SLURM's root: skipped"
+  exit 77
+fi
+runner=$build/bin/gpubind-run
+e2e_start_cluster launchers 1
+workers=2  # one CPU each on the smallest test machine
+
+# Debian 12's torch 1.13 on Python 3.11 cannot read torchrun's default --redirects/--tee ("0"):
+# stdout goes through a log file and is copied to the console with a "[default<rank>]:" prefix.
+torchrun_cmd=(torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
+  --log_dir "$dir/torchrun" --no_python)
+openmpi_cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$workers")
+hydra_cmd=(mpiexec.hydra -n "$workers")
+# Inside an srun task, both MPIs would start their node daemons through Slurm (a step inside the
+# step, which waits for the resources the task holds): they are told to start ranks themselves.
+openmpi_in_task=("${openmpi_cmd[@]}" --mca ras ^slurm --mca plm isolated)
+hydra_in_task=(mpiexec.hydra -launcher fork -rmk user -n "$workers")
+torchrun_in_task=("${torchrun_cmd[@]}")
+
+json_lines() { sed -E 's/^\[[a-z]+[0-9]+\]://' <<<"$out" | grep '^{'; }
+cpu_list() { tr ',' '\n' <<<"$1" | awk -F- '{for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c}'; }
+
+# check_workers NAME ALLOWED GPUS: $workers JSON lines, local ranks 0..n-1, each bound as
+# GPUBIND_CPUS says, inside ALLOWED, CPUs disjoint, GPUS GPUs each by bus id, none shared, a NIC
+# each.
+check_workers() {
+  local name=$1 allowed=$2 gpus=$3 json line cpus pcis problems=() all_cpus="" all_gpus="" ranks=""
+  json=$(json_lines)
+  [[ $(grep -c . <<<"$json") -eq $workers ]] || problems+=("expected $workers worker lines")
+  while read -r line; do
+    [[ -n "$line" ]] || continue
+    cpus=$(field cpus "$line")
+    ranks+="$(field local_rank "$line") "
+    [[ "$(field GPUBIND_BOUND "$line")" == 1 ]] || problems+=("not bound: $line")
+    [[ -n "$cpus" && "$(field GPUBIND_CPUS "$line")" == "$cpus" ]] ||
+      problems+=("kernel CPUs are not GPUBIND_CPUS: $line")
+    [[ -z "$(comm -23 <(cpu_list "$cpus" | sort) <(cpu_list "$allowed" | sort))" ]] ||
+      problems+=("CPUs $cpus outside the launcher's $allowed")
+    all_cpus+="$(cpu_list "$cpus") "
+    pcis=$(field GPUBIND_GPU_PCI "$line" | tr ',' '\n')
+    [[ $(grep -cE '^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$' <<<"$pcis") -eq $gpus ]] ||
+      problems+=("not $gpus GPU(s) by bus id: $line")
+    all_gpus+="$pcis "
+    [[ -n "$(field ROCR_VISIBLE_DEVICES "$line")" && -n "$(field GPUBIND_NIC "$line")" ]] ||
+      problems+=("no GPU or NIC variable: $line")
+  done <<<"$json"
+  [[ "$(tr ' ' '\n' <<<"$ranks" | grep . | sort -n | tr '\n' ' ')" == "$(seq -s ' ' 0 $((workers - 1))) " ]] ||
+    problems+=("local ranks: $ranks")
+  [[ $(tr ' ' '\n' <<<"$all_cpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+    problems+=("workers share CPUs: $all_cpus")
+  [[ $(tr ' ' '\n' <<<"$all_gpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] ||
+    problems+=("workers share GPUs: $all_gpus")
+  if ((${#problems[@]} == 0)); then ok "$name"; else bad "$name" "${problems[@]}" "$out"; fi
+}
+
+# "local_rank cpus bus-id nic" per worker, sorted: what a plan gave each local rank.
+per_rank() {
+  json_lines | while read -r line; do
+    echo "$(field local_rank "$line") $(field cpus "$line") $(field GPUBIND_GPU_PCI "$line") $(field GPUBIND_NIC "$line")"
+  done | sort
+}
+
+command -v torchrun >/dev/null && command -v mpiexec.openmpi >/dev/null &&
+  command -v mpiexec.hydra >/dev/null ||
+  { echo "torchrun, mpiexec.openmpi and mpiexec.hydra are needed (scripts/install-deps)"; exit 1; }
+
+# The plan srun gives the same shape: the reference for the nested runs.
+run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$check" --json
+reference=$(per_rank)
+[[ $(grep -c . <<<"$reference") -eq $workers ]] || bad "srun -n$workers reference" "$out"
+run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto "$check" --json
+step_cpus=$(field cpus "$(json_lines)")
+shell_cpus=$(field cpus "$("$check" --json)")
+
+node_gpus=4  # slurm-cluster's node
+for launcher in torchrun openmpi hydra; do
+  declare -n cmd=${launcher}_cmd in_task=${launcher}_in_task
+  # Inside a bound Slurm task: one task with the GPUs of all workers.
+  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto \
+    "${in_task[@]}" "$runner" --verbose "$check" --json
+  check_workers "$launcher in a bound srun task: one GPU and disjoint CPUs per worker" "$step_cpus" 1
+  [[ "$out" == *"[daemon]"* && "$out" == *"by the bus ids gpubind recorded"* ]] &&
+    ok "$launcher in srun: planned by the daemon from the task's own GPUs" || bad "$launcher source" "$out"
+  [[ "$(per_rank)" == "$reference" ]] &&
+    ok "$launcher in srun: each worker gets what srun -n$workers --gpu-bind-auto gives its local rank" ||
+    bad "$launcher vs srun" "nested:" "$(per_rank)" "srun:" "$reference" "$out"
+
+  # Without Slurm: the shell's CPUs and every GPU of the node, from the same daemon (plugstack.conf).
+  run "${cmd[@]}" "$runner" --verbose "$check" --json
+  check_workers "$launcher without Slurm: an equal share of the node per worker" "$shell_cpus" \
+    $((node_gpus / workers))
+  [[ "$out" == *"[daemon]"* ]] && ok "$launcher without Slurm: planned by the daemon" || bad "$launcher no-Slurm source" "$out"
+done
+
+# Two bound tasks of two GPUs each, two workers in each: the second task's GPUs are not the first
+# of the step (SLURM_STEP_GPUS lists all four), so only the bus ids gpubind recorded name them.
+run srun -N1 -n2 --gpus=4 --gpu-bind-auto "${hydra_in_task[@]}" "$runner" --verbose "$check" --json
+gpus_seen=$(json_lines | sed -nE 's/.*"GPUBIND_GPU_PCI":"([^"]*)".*/\1/p' | sort)
+[[ $(grep -c . <<<"$gpus_seen") -eq 4 && $(sort -u <<<"$gpus_seen" | grep -c .) -eq 4 &&
+  $(grep -c , <<<"$gpus_seen") -eq 0 && $(lines_with "by the bus ids gpubind recorded") -eq 4 &&
+  "$out" != *"cannot tell which"* ]] &&
+  ok "workers in each of two bound tasks split that task's own GPUs: four workers, four GPUs" ||
+  bad "two tasks, two workers each" "$out"
+
+# Open MPI binds each rank to a core by default: the workers still divide what mpiexec had.
+run "${openmpi_cmd[@]}" --bind-to core "$runner" --verbose "$check" --json
+[[ "$out" == *"the launcher's: it bound this worker to"* ]] &&
+  check_workers "Open MPI --bind-to core: the workers divide mpiexec's CPUs" "$shell_cpus" \
+    $((node_gpus / workers)) ||
+  bad "Open MPI --bind-to core" "$out"
+
+# The daemon absent: each worker plans in-process with the site's policy, and says so once.
+run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$runner" --socket "$dir/run/absent.sock" --verbose "$check" --json
+[[ $rc -eq 0 && "$out" == *"[fallback]"* && "$out" == *"planned in-process instead"* &&
+  "$(json_lines)" == *'"GPUBIND_BOUND":"1"'* ]] &&
+  ok "no daemon: the worker plans in-process and says so" || bad "fallback" "$out"
+
+# A Slurm task the plugin bound already: gpubind-run keeps its binding.
+run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$runner" --verbose "$check" --json
+[[ "$(per_rank)" == "$reference" && $(lines_with "bound by gpubind's plugin already") -eq $workers ]] &&
+  ok "gpubind-run as an srun task the plugin bound keeps that binding" || bad "already bound" "$out"
+
+# Usage errors: no launcher, no command.
+run env -u SLURM_LOCALID "$runner" true
+[[ $rc -eq 2 && "$out" == *"no launcher says which local rank"* ]] && ok "no launcher: exit 2, named" ||
+  bad "no launcher" "rc=$rc" "$out"
+run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" /nonexistent/program
+[[ $rc -eq 127 && "$out" == *"cannot run '/nonexistent/program'"* ]] && ok "a missing COMMAND: exit 127, named" ||
+  bad "missing command" "rc=$rc" "$out"
+
+e2e_no_node_drained
+e2e_finish
