@@ -15,12 +15,11 @@
 #include "plugin_state.h"
 #include "slurm_gpu_choice.h"
 #include "step_env.h"
+#include "stepd_client.h"
 
 extern "C" {
 #include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
 }
-#define GPUBIND_STEPD_LOADER
-#include "stepd_abi.h"
 
 namespace gpubind::spank {
 namespace {
@@ -73,28 +72,9 @@ std::string stepd_lib_path() {
   return kStepdLibName;
 }
 
-// Loads libgpubind_stepd.so and plans in-process: a StepPlan, or why there is none. The library
-// takes and answers the bytes the daemon does.
+// Plans in-process with libgpubind_stepd.so: a StepPlan, or why there is none.
 Result<StepPlan> plan_in_process(const StepRequest& request) {
-  auto bytes = protocol::encode_request(request);
-  if (!bytes) return bytes.error();
-  const std::string path = stepd_lib_path();
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return make_error(std::string("cannot load ") + path + ": " + dlerror());
-  gpubind_stepd_api api{};
-  if (gpubind_stepd_resolve(lib, &api) != 0)
-    return make_error(path + " is not a matching gpubind step library");
-  void* answer = nullptr;
-  size_t answer_size = 0;
-  const int rc =
-      api.plan(bytes->data(), bytes->size(), state().site.policy.c_str(), &answer, &answer_size);
-  const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
-                                   : std::string("no answer");
-  api.free(answer);
-  // The library stays loaded: the step may plan again, and unloading hwloc and protobuf buys
-  // nothing in a process that ends with the step.
-  if (rc != 0) return make_error(reply);
-  auto plan = protocol::decode_plan(reply);
+  auto plan = plan_with_stepd_lib(stepd_lib_path(), request, state().site.policy);
   if (!plan) return plan;
   // The site's own policy planned it, under the rules an answer from the daemon meets.
   if (auto checked = check_answer(request, *plan, state().site.env_allow); !checked)

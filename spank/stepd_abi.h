@@ -25,6 +25,10 @@ int gpubind_stepd_abi_version(void);
  * with gpubind_stepd_free. Never throws. */
 int gpubind_stepd_plan(const void* request, size_t request_size, const char* policy, void** answer,
                        size_t* answer_size);
+/* The same on the hwloc XML dump `topology` (NULL or "" = as gpubind_stepd_plan: the policy's
+ * topology_file, else live discovery). gpubind-run's --topology; the plugin does not use it. */
+int gpubind_stepd_plan_on(const void* request, size_t request_size, const char* policy,
+                          const char* topology, void** answer, size_t* answer_size);
 void gpubind_stepd_free(void* answer);
 
 #ifdef __cplusplus
@@ -38,6 +42,7 @@ void gpubind_stepd_free(void* answer);
 struct gpubind_stepd_api {
   int (*abi_version)(void);
   int (*plan)(const void*, size_t, const char*, void**, size_t*);
+  int (*plan_on)(const void*, size_t, const char*, const char*, void**, size_t*);
   void (*free)(void*);
 };
 
@@ -47,8 +52,10 @@ static inline int gpubind_stepd_resolve(void* lib, struct gpubind_stepd_api* api
   api->abi_version = (int (*)(void))dlsym(lib, "gpubind_stepd_abi_version");
   api->plan =
       (int (*)(const void*, size_t, const char*, void**, size_t*))dlsym(lib, "gpubind_stepd_plan");
+  api->plan_on = (int (*)(const void*, size_t, const char*, const char*, void**, size_t*))dlsym(
+      lib, "gpubind_stepd_plan_on");
   api->free = (void (*)(void*))dlsym(lib, "gpubind_stepd_free");
-  if (!api->abi_version || !api->plan || !api->free) return -1;
+  if (!api->abi_version || !api->plan || !api->plan_on || !api->free) return -1;
   return api->abi_version() == GPUBIND_STEPD_ABI_VERSION ? 0 : -1;
 }
 #endif

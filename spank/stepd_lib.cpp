@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "local_plan.h"
 #include "stepd_abi.h"
@@ -31,16 +33,18 @@ __attribute__((visibility("default"))) int gpubind_stepd_abi_version(void) {
   return GPUBIND_STEPD_ABI_VERSION;
 }
 
-__attribute__((visibility("default"))) int gpubind_stepd_plan(const void* request,
-                                                              size_t request_size,
-                                                              const char* policy, void** answer,
-                                                              size_t* answer_size) {
+__attribute__((visibility("default"))) int gpubind_stepd_plan_on(
+    const void* request, size_t request_size, const char* policy, const char* topology,
+    void** answer, size_t* answer_size) {
   using namespace gpubind::spank;
   *answer = nullptr;
   *answer_size = 0;
+  const auto named = [](const char* text) {
+    return text && *text ? std::optional<std::string>(text) : std::nullopt;
+  };
   try {
-    auto plan = gpubind::api::plan_here(request, request ? request_size : 0,
-                                        policy ? std::optional<std::string>(policy) : std::nullopt);
+    auto plan = gpubind::api::plan_here(request, request ? request_size : 0, named(policy),
+                                        named(topology));
     *answer = copy_out(plan ? *plan : plan.error().message, answer_size);
     return plan ? 0 : 1;
   } catch (const std::exception& e) {
@@ -49,6 +53,13 @@ __attribute__((visibility("default"))) int gpubind_stepd_plan(const void* reques
     *answer = copy_out("gpubind: internal error", answer_size);
   }
   return 1;
+}
+
+__attribute__((visibility("default"))) int gpubind_stepd_plan(const void* request,
+                                                              size_t request_size,
+                                                              const char* policy, void** answer,
+                                                              size_t* answer_size) {
+  return gpubind_stepd_plan_on(request, request_size, policy, nullptr, answer, answer_size);
 }
 
 __attribute__((visibility("default"))) void gpubind_stepd_free(void* answer) {

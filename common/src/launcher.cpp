@@ -22,6 +22,7 @@ struct Launcher {
 // variables are still set. Intel MPI and MVAPICH2's mpirun_rsh set the Hydra and MV2 names.
 constexpr Launcher kLaunchers[] = {
     {"torchrun", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK"},
+    {"DeepSpeed", "LOCAL_RANK", "LOCAL_SIZE", "RANK"},  // its own launcher (deepspeed)
     {"Open MPI", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
      "OMPI_COMM_WORLD_RANK"},
     {"MPICH Hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_RANK"},
@@ -110,8 +111,11 @@ Result<LocalRank> local_rank_from_env(const EnvReader& env, std::optional<int> r
   std::string rank_from = "--local-rank", size_from = "--local-size";
   const Launcher* found = nullptr;
   if (!rank || !size) {
+    // The first whose variables are all set; else the first with its rank set, to say what lacks.
     for (const Launcher& launcher : kLaunchers) {
-      if (env(launcher.rank_var)) {
+      if (!env(launcher.rank_var)) continue;
+      if (!found) found = &launcher;
+      if (!launcher.size_var || env(launcher.size_var)) {
         found = &launcher;
         break;
       }

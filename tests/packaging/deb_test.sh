@@ -51,12 +51,13 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-mul
 plugin_dir=lib/$multiarch/slurm-wlm
 listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
-for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check \
+for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check usr/bin/gpubind-run \
   "usr/$plugin_dir/spank_gpubind.so" "usr/$plugin_dir/libgpubind_stepd.so" \
   lib/systemd/system/gpubindd.service lib/systemd/system/gpubindd.socket \
   usr/lib/sysusers.d/gpubind.conf etc/gpubind/policy.conf etc/slurm/plugstack.conf.d/gpubind.conf \
   usr/share/man/man8/gpubindd.8.gz usr/share/man/man1/gpubindctl.1.gz \
-  usr/share/man/man1/gpubind-check.1.gz usr/share/man/man5/gpubind.conf.5.gz \
+  usr/share/man/man1/gpubind-check.1.gz usr/share/man/man1/gpubind-run.1.gz \
+  usr/share/man/man5/gpubind.conf.5.gz \
   usr/share/man/man8/spank-gpubind.8.gz usr/share/doc/gpubind/README.md \
   usr/share/doc/gpubind/admin.md usr/share/doc/gpubind/user.md \
   usr/share/doc/gpubind/images/lumi-g-plan.svg usr/share/gpubind/policies/lumi-g.conf; do
@@ -86,13 +87,13 @@ echo "package size $(stat -c %s "$deb") bytes; $(grep -E '^ Installed-Size' <<<"
 # Install as an admin would.
 dpkg_waiting -i "$deb" >"$tmp/dpkg.log" 2>&1 && ok "dpkg -i" || { bad "dpkg -i" "$(cat "$tmp/dpkg.log")"; exit 1; }
 id gpubind >/dev/null 2>&1 && ok "the maintainer scripts created the gpubind user" || bad "no gpubind user"
-for page in gpubindd.8 gpubindctl.1 gpubind-check.1 gpubind.conf.5 spank-gpubind.8; do
+for page in gpubindd.8 gpubindctl.1 gpubind-check.1 gpubind-run.1 gpubind.conf.5 spank-gpubind.8; do
   name=${page%.*} section=${page##*.}
   if man -w "$section" "$name" >/dev/null 2>&1 && [[ -n $(MANWIDTH=80 man "$section" "$name" 2>/dev/null | head -3) ]]; then
     :
   else bad "man $section $name"; fi
 done
-ok "man finds and renders the five installed pages"
+ok "man finds and renders the six installed pages"
 
 # The socket unit's daemon, by hand: listen as gpubindd.socket does, start the unit's ExecStart as
 # its User= on the first connection, with the socket passed in (LISTEN_FDS).

@@ -88,6 +88,12 @@ TEST(Launcher, EachLauncherIsReadByItsOwnNames) {
   }
 }
 
+TEST(Launcher, DeepSpeedsLauncherCountsWorkersInLocalSize) {
+  const LocalRank place = place_or_fail({{"LOCAL_RANK", "1"}, {"LOCAL_SIZE", "4"}, {"RANK", "9"}});
+  EXPECT_EQ(place.launcher, "DeepSpeed");
+  EXPECT_EQ(place.size, 4);
+}
+
 TEST(Launcher, AWorkerLauncherInsideASlurmTaskWins) {
   // torchrun in an srun task: the task's SLURM_LOCALID is still set; torchrun's workers count.
   const LocalRank place = place_or_fail({{"SLURM_LOCALID", "0"},
@@ -267,17 +273,18 @@ TEST(Plugstack, TheGpubindLineAndIncludesAreRead) {
       "required spank_gpubind.so socket=/second\n");
   ASSERT_TRUE(lines.gpubind_args);
   EXPECT_EQ(*lines.gpubind_args, (std::vector<std::string>{"socket=/run/x.sock", "on_error=fail"}));
+  EXPECT_EQ(lines.plugin, "/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_gpubind.so");
   EXPECT_EQ(lines.includes, (std::vector<std::string>{"/etc/slurm/plugstack.conf.d/*.conf"}));
   EXPECT_FALSE(read_plugstack_text("optional other_spank_gpubind.so x=y\n").gpubind_args);
 }
 
 TEST(Plugstack, AMissingNamedFileIsAnErrorAndAMissingDefaultIsNot) {
-  auto named = gpubind_plugstack_args(std::string("/nonexistent/plugstack.conf"), std::nullopt);
+  auto named = gpubind_plugstack_line(std::string("/nonexistent/plugstack.conf"), std::nullopt);
   ASSERT_FALSE(named);
   EXPECT_NE(named.error().message.find("/nonexistent/plugstack.conf"), std::string::npos);
-  auto absent = gpubind_plugstack_args(std::nullopt, std::string("/nonexistent/slurm.conf"));
+  auto absent = gpubind_plugstack_line(std::nullopt, std::string("/nonexistent/slurm.conf"));
   ASSERT_TRUE(absent) << absent.error().message;
-  EXPECT_FALSE(*absent);
+  EXPECT_FALSE(absent->gpubind_args);
 }
 
 TEST(AnswerCheck, GpusNamedByBusIdMustBeTheRequestsOwn) {

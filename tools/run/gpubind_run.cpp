@@ -18,10 +18,10 @@
 #include "gpubind/launcher.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
-#include "local_plan.h"
 #include "options.h"
 #include "site_config.h"
 #include "step_env.h"
+#include "stepd_client.h"
 #include "worker_gpus.h"
 #include "worker_setup.h"
 
@@ -149,39 +149,65 @@ spank::UserFlags parse_flags(const std::vector<std::string>& words) {
   return *flags;
 }
 
-spank::SiteArgs site_args(const Options& o) {
-  auto args = gpubind_plugstack_args(o.plugstack, env_of("SLURM_CONF"));
-  if (!args) usage_error("plugstack.conf: " + args.error().message);
-  auto site = spank::parse_site_args(args->value_or(std::vector<std::string>{}));
+struct Site {
+  spank::SiteArgs args;
+  std::string plugin;  // spank_gpubind.so as plugstack.conf names it; "" without such a line
+};
+
+Site site_of(const Options& o) {
+  auto line = gpubind_plugstack_line(o.plugstack, env_of("SLURM_CONF"));
+  if (!line) usage_error("plugstack.conf: " + line.error().message);
+  auto site = spank::parse_site_args(line->gpubind_args.value_or(std::vector<std::string>{}));
   if (!site) usage_error("plugstack.conf: spank_gpubind.so: " + site.error().message);
   if (o.socket) site->socket = *o.socket;
   if (o.policy) site->policy = *o.policy;
-  return *site;
+  return {*site, line->plugin};
 }
 
-// Plans here: with --topology (no daemon asked) or as the fallback.
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// libgpubind_stepd.so: the site's stepd_lib=, else beside the plugin plugstack.conf loads, else
+// where the package installs it, else the build tree's.
+std::string stepd_lib_path(const Site& site) {
+  constexpr const char* kName = "libgpubind_stepd.so";
+  if (!site.args.stepd_lib.empty()) return site.args.stepd_lib;
+  std::vector<std::string> candidates;
+  if (site.plugin.find('/') != std::string::npos)
+    candidates.push_back(folder_of(site.plugin) + kName);
+  char self[4096] = "";
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  const std::string bin = n > 0 ? folder_of(std::string(self, static_cast<size_t>(n))) : "";
+  if (!bin.empty()) {
+    candidates.push_back(bin + GPUBIND_STEPD_LIB_FROM_BIN);
+    candidates.push_back(bin + "../lib/" + kName);
+  }
+  for (const std::string& path : candidates)
+    if (access(path.c_str(), R_OK) == 0) return path;
+  return candidates.empty() ? kName : candidates.front();
+}
+
+// Plans here, as the plugin's fallback does: with --topology (no daemon asked) or as the
+// fallback.
 Result<spank::StepPlan> plan_here(const spank::StepRequest& request, const Options& o,
-                                  const spank::SiteArgs& site) {
-  auto bytes = protocol::encode_request(request);
-  if (!bytes) return bytes.error();
-  auto answer = api::plan_here(
-      bytes->data(), bytes->size(),
-      site.policy.empty() ? std::nullopt : std::optional<std::string>(site.policy), o.topology);
-  if (!answer) return answer.error();
-  auto plan = protocol::decode_plan(*answer);
+                                  const Site& site) {
+  auto plan = spank::plan_with_stepd_lib(stepd_lib_path(site), request, site.args.policy,
+                                         o.topology.value_or(""));
   if (!plan) return plan;
-  if (auto checked = spank::check_answer(request, *plan, site.env_allow); !checked)
+  if (auto checked = spank::check_answer(request, *plan, site.args.env_allow); !checked)
     return make_error("in-process plan refused: " + checked.error().message);
   plan->source = o.topology ? "here, " + *o.topology : "fallback";
   return plan;
 }
 
 Result<spank::StepPlan> plan_step(const spank::StepRequest& request, const Options& o,
-                                  const spank::SiteArgs& site) {
+                                  const Site& site) {
   if (o.topology) return plan_here(request, o, site);
-  auto answer = ask_daemon(request, site);
+  auto answer = ask_daemon(request, site.args);
   if (answer) return answer;
-  if (site.on_error != spank::OnError::kFallback || answer.error().invalid_input)
+  if (site.args.on_error != spank::OnError::kFallback || answer.error().invalid_input)
     return answer.error();
   auto local = plan_here(request, o, site);
   if (!local) {
@@ -216,7 +242,8 @@ int run(int argc, char** argv) {
   if (flags.off) run_command(o.command);
   auto place = local_rank_from_env(env_of, o.local_rank, o.local_size);
   if (!place) usage_error(place.error().message);
-  const spank::SiteArgs site = site_args(o);
+  const Site site = site_of(o);
+  const spank::OnError on_error = site.args.on_error;
 
   // A task the plugin bound as this very rank has its binding already.
   if (already_bound_by_plugin(env_of, *place)) {
@@ -241,7 +268,7 @@ int run(int argc, char** argv) {
 
   auto plan = plan_step(request, o, site);
   if (!plan) {
-    if (site.on_error == spank::OnError::kFail) {
+    if (on_error == spank::OnError::kFail) {
       std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
                    plan.error().message.c_str());
       return 1;
@@ -263,7 +290,7 @@ int run(int argc, char** argv) {
   }
   if (!flags.dry_run) {
     if (auto applied = apply_binding(env_of, task, flags); !applied) {
-      if (site.on_error == spank::OnError::kFail) {
+      if (on_error == spank::OnError::kFail) {
         std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
                      applied.error().message.c_str());
         return 1;

@@ -15,6 +15,7 @@ namespace gpubind::run {
 // "required" or "optional"), or nullopt where none does. `include` lines are returned in
 // `includes` (their glob patterns) for the caller to read; comments and blank lines are skipped.
 struct PlugstackLines {
+  std::string plugin;  // the spank_gpubind.so path on that line
   std::optional<std::vector<std::string>> gpubind_args;
   std::vector<std::string> includes;
 };
@@ -22,8 +23,9 @@ PlugstackLines read_plugstack_text(const std::string& text);
 
 // Slurm's plugstack.conf: `path` if given (it must exist), else PlugStackConfig's default,
 // beside the slurm.conf that SLURM_CONF names (else /etc/slurm/plugstack.conf), where it exists.
-// Follows include lines (globs, at most 8 deep). nullopt: no such line (the defaults apply).
-Result<std::optional<std::vector<std::string>>> gpubind_plugstack_args(
-    const std::optional<std::string>& path, const std::optional<std::string>& slurm_conf);
+// Follows include lines (globs, at most 8 deep). No gpubind_args: no such line (the defaults
+// apply).
+Result<PlugstackLines> gpubind_plugstack_line(const std::optional<std::string>& path,
+                                              const std::optional<std::string>& slurm_conf);
 
 }  // namespace gpubind::run

@@ -1,0 +1,31 @@
+#include "stepd_client.h"
+
+#include "gpubind/protocol/client.h"
+#define GPUBIND_STEPD_LOADER
+#include "stepd_abi.h"
+
+namespace gpubind::spank {
+
+Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const StepRequest& request,
+                                     const std::string& policy, const std::string& topology) {
+  auto bytes = protocol::encode_request(request);
+  if (!bytes) return bytes.error();
+  void* lib = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return make_error(std::string("cannot load ") + lib_path + ": " + dlerror());
+  gpubind_stepd_api api{};
+  if (gpubind_stepd_resolve(lib, &api) != 0)
+    return make_error(lib_path + " is not a matching gpubind step library");
+  void* answer = nullptr;
+  size_t answer_size = 0;
+  const int rc = api.plan_on(bytes->data(), bytes->size(), policy.c_str(), topology.c_str(),
+                             &answer, &answer_size);
+  const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
+                                   : std::string("no answer");
+  api.free(answer);
+  // The library stays loaded: unloading hwloc and protobuf buys nothing in a process that
+  // ends with the step (or execs the worker's program).
+  if (rc != 0) return make_error(reply);
+  return protocol::decode_plan(reply);
+}
+
+}  // namespace gpubind::spank
