@@ -199,6 +199,26 @@ def launch_table(results):
     return lines
 
 
+def worker_start_table(results):
+    path = os.path.join(results, "worker_start.json")
+    if not os.path.exists(path):
+        return ["Not measured in this run."]
+    r = read_json(path)
+    return [
+        f"`bench/worker_start.py` (median of {r['n']} starts each, alternating, one process "
+        "started per run as a launcher does): `gpubind-run true` as local rank 3 of 8 against "
+        "`env true`, the plainest wrapper that also execs its command.",
+        "",
+        "| wrapper | median start to exit | added per worker |",
+        "|---|---|---|",
+        f"| `env true` | {r['env']:.2f} ms | — |",
+        f"| `gpubind-run true`, plan from gpubindd (cached) | {r['daemon']:.2f} ms | "
+        f"{r['daemon'] - r['env']:.2f} ms |",
+        f"| `gpubind-run --topology lumi-g.xml true` (in-process, as the fallback) | "
+        f"{r['in_process']:.2f} ms | {r['in_process'] - r['env']:.2f} ms |",
+    ]
+
+
 def main():
     results, page = sys.argv[1], sys.argv[2]
     section = [BEGIN, "## Latest `scripts/bench` run", "", "The machine:", ""] + machine()
@@ -206,6 +226,7 @@ def main():
     section += ["", "### Plan RPC against the raw socket floor", ""] + rpc_table(results)
     section += ["", "### Load: 64 concurrent clients", ""] + load_table(results)
     section += ["", "### Plugin load and step launch", ""] + launch_table(results)
+    section += ["", "### gpubind-run", ""] + worker_start_table(results)
     section += [END]
     text = open(page).read()
     if BEGIN not in text or END not in text:
