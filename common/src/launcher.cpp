@@ -56,10 +56,15 @@ Result<int> flux_local_size(const EnvReader& env) {
 }
 
 // The step's count on this node: SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID (the job's
-// SLURM_TASKS_PER_NODE outside a step), as srun and sbatch export them.
+// SLURM_TASKS_PER_NODE outside a step), as srun and sbatch export them; else the
+// --ntasks-per-node the job asked for.
 Result<int> slurm_local_size(const EnvReader& env) {
   auto node = read_count(env, "SLURM_NODEID", 0, INT_MAX);
-  if (!node) return node.error();
+  if (!node) {
+    if (env("SLURM_NTASKS_PER_NODE"))
+      return read_count(env, "SLURM_NTASKS_PER_NODE", 1, kMaxLocalSize);
+    return node.error();
+  }
   for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     const auto text = env(name);
     if (!text) continue;
@@ -67,6 +72,8 @@ Result<int> slurm_local_size(const EnvReader& env) {
     return make_error(std::string(name) + "='" + *text + "' names no count for node " +
                       std::to_string(*node) + " (SLURM_NODEID)");
   }
+  if (env("SLURM_NTASKS_PER_NODE"))
+    return read_count(env, "SLURM_NTASKS_PER_NODE", 1, kMaxLocalSize);
   return make_error("SLURM_STEP_TASKS_PER_NODE is not set");
 }
 

@@ -135,6 +135,12 @@ TEST(Launcher, FaultsAreNamed) {
   EXPECT_NE(error_of({}, 0, 0).find("--local-size 0"), std::string::npos);
 }
 
+TEST(Launcher, SlurmsNtasksPerNodeCountsWhereThePerNodeListIsMissing) {
+  const LocalRank place = place_or_fail({{"SLURM_LOCALID", "3"}, {"SLURM_NTASKS_PER_NODE", "4"}});
+  EXPECT_EQ(place.size, 4);
+  EXPECT_NE(error_of({{"SLURM_LOCALID", "0"}}).find("SLURM_NODEID is not set"), std::string::npos);
+}
+
 TEST(Launcher, SlurmTaskCountsExpandPerNode) {
   EXPECT_EQ(tasks_on_node("2(x3),1", 0), 2);
   EXPECT_EQ(tasks_on_node("2(x3),1", 2), 2);
