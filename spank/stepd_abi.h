@@ -55,7 +55,8 @@ static inline int gpubind_stepd_resolve(void* lib, struct gpubind_stepd_api* api
   api->plan_on = (int (*)(const void*, size_t, const char*, const char*, void**, size_t*))dlsym(
       lib, "gpubind_stepd_plan_on");
   api->free = (void (*)(void*))dlsym(lib, "gpubind_stepd_free");
-  if (!api->abi_version || !api->plan || !api->plan_on || !api->free) return -1;
+  /* plan_on is optional: the plugin never needs it, and an older library lacks it. */
+  if (!api->abi_version || !api->plan || !api->free) return -1;
   return api->abi_version() == GPUBIND_STEPD_ABI_VERSION ? 0 : -1;
 }
 #endif

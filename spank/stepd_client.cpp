@@ -17,8 +17,12 @@ Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const StepRequ
     return make_error(lib_path + " is not a matching gpubind step library");
   void* answer = nullptr;
   size_t answer_size = 0;
-  const int rc = api.plan_on(bytes->data(), bytes->size(), policy.c_str(), topology.c_str(),
-                             &answer, &answer_size);
+  if (!api.plan_on && !topology.empty())
+    return make_error(lib_path + " is too old to plan on a topology file");
+  const int rc =
+      api.plan_on ? api.plan_on(bytes->data(), bytes->size(), policy.c_str(), topology.c_str(),
+                                &answer, &answer_size)
+                  : api.plan(bytes->data(), bytes->size(), policy.c_str(), &answer, &answer_size);
   const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
                                    : std::string("no answer");
   api.free(answer);

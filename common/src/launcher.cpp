@@ -1,6 +1,8 @@
 #include "gpubind/launcher.h"
 
 #include <climits>
+#include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "gpubind/parse.h"
@@ -87,19 +89,19 @@ std::optional<int> parse_count_part(const std::string& text) {
 
 std::optional<int> tasks_on_node(const std::string& tasks_per_node, int node) {
   size_t start = 0;
-  int first_node = 0;
+  int64_t first_node = 0;
   while (start <= tasks_per_node.size()) {
     const size_t comma = tasks_per_node.find(',', start);
     const std::string item = tasks_per_node.substr(start, comma - start);
     // "N" or "N(xR)": N tasks on each of R nodes.
-    int repeat = 1;
+    int64_t repeat = 1;
     std::string count_text = item;
     if (const size_t open = item.find("(x"); open != std::string::npos) {
       if (item.back() != ')') return std::nullopt;
       const auto times =
           parse_whole_number(item.substr(open + 2, item.size() - open - 3), 1, INT_MAX);
       if (!times) return std::nullopt;
-      repeat = static_cast<int>(*times);
+      repeat = *times;
       count_text = item.substr(0, open);
     }
     const auto count = parse_count_part(count_text);
@@ -118,10 +120,17 @@ Result<LocalRank> local_rank_from_env(const EnvReader& env, std::optional<int> r
   std::string rank_from = "--local-rank", size_from = "--local-size";
   const Launcher* found = nullptr;
   if (!rank || !size) {
-    // The first whose variables are all set; else the first with its rank set, to say what lacks.
+    // The first whose rank is set. Rows sharing its rank variable (torchrun's and DeepSpeed's
+    // LOCAL_RANK) differ by their count: the one whose count is set, unless --local-size is.
+    // Never a later launcher: its rank is another level's (SLURM_LOCALID is the task's).
     for (const Launcher& launcher : kLaunchers) {
       if (!env(launcher.rank_var)) continue;
-      if (!found) found = &launcher;
+      if (!found) {
+        found = &launcher;
+        if (size) break;
+      } else if (std::string_view(launcher.rank_var) != found->rank_var) {
+        break;
+      }
       if (!launcher.size_var || env(launcher.size_var)) {
         found = &launcher;
         break;

@@ -106,6 +106,19 @@ TEST(Launcher, AWorkerLauncherInsideASlurmTaskWins) {
   EXPECT_EQ(place.size, 8);
 }
 
+TEST(Launcher, ARankWithoutItsCountNeverFallsToTheSlurmTasksRank) {
+  // A launcher exporting LOCAL_RANK alone, inside an srun task, given --local-size: the rank is
+  // LOCAL_RANK's, not the task's SLURM_LOCALID (0 in every worker).
+  const Env env = {{"SLURM_LOCALID", "0"},
+                   {"SLURM_NODEID", "0"},
+                   {"SLURM_STEP_TASKS_PER_NODE", "1"},
+                   {"LOCAL_RANK", "5"}};
+  const LocalRank place = place_or_fail(env, std::nullopt, 8);
+  EXPECT_EQ(place.rank, 5);
+  EXPECT_EQ(place.size, 8);
+  EXPECT_NE(error_of(env).find("LOCAL_WORLD_SIZE is not set"), std::string::npos);
+}
+
 TEST(Launcher, OptionsOverrideTheEnvironment) {
   const LocalRank both = place_or_fail({}, 2, 3);
   EXPECT_EQ(both.rank, 2);
@@ -212,6 +225,17 @@ TEST(WorkerGpus, ASlurmStepPairsItsGpusWithTheVisibleTokens) {
   EXPECT_TRUE(g.found.warning.empty());
 }
 
+TEST(WorkerGpus, ABatchScriptPairsTheJobsGpusWithTheRenumberedTokens) {
+  // sbatch --gpus=4 holding GPUs 4-7 under ConstrainDevices: the batch step sees "0,1,2,3".
+  const Gpus g = gpus_of(
+      {{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_GPUS", "4,5,6,7"}, {"CUDA_VISIBLE_DEVICES", "0,1,2,3"}});
+  EXPECT_EQ(g.request.gpus, (IndexTokens{{4, "0"}, {5, "1"}, {6, "2"}, {7, "3"}}));
+  // Inside a job, numbers that pair with nothing are never taken as node GPU numbers.
+  const Gpus unknown = gpus_of({{"SLURM_JOB_ID", "7"}, {"CUDA_VISIBLE_DEVICES", "0,1"}});
+  EXPECT_TRUE(unknown.request.gpus.empty());
+  EXPECT_EQ(unknown.request.unplaced_gpus.size(), 2u);
+}
+
 TEST(WorkerGpus, AListSlurmNarrowedPerTaskIsHandedOutByToken) {
   const Gpus g = gpus_of(
       {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_GPUS", "4,5,6,7"}, {"CUDA_VISIBLE_DEVICES", "2,3"}});
@@ -246,12 +270,20 @@ TEST(WorkerGpus, ARecordThatNoLongerMatchesIsNotUsed) {
 
 TEST(LauncherCpus, AWorkerItsLauncherBoundDividesTheLaunchersCpus) {
   const CpuSet all = *CpuSet::parse_list("0-15");
-  const LauncherCpus bound = launcher_cpus_of(*CpuSet::parse_list("4"), all);
+  const CpuSet none;
+  const LauncherCpus bound = launcher_cpus_of(*CpuSet::parse_list("4"), all, none);
   EXPECT_EQ(bound.cpus, all) << "Open MPI's --bind-to core: the launcher's CPUs are divided";
-  EXPECT_EQ(launcher_cpus_of(all, all).cpus, all);
+  EXPECT_EQ(launcher_cpus_of(all, all, none).cpus, all);
   const CpuSet other = *CpuSet::parse_list("16-31");
-  EXPECT_EQ(launcher_cpus_of(other, all).cpus, other) << "not inside the parent's: its own";
-  EXPECT_EQ(launcher_cpus_of(other, CpuSet{}).cpus, other) << "parent unreadable: its own";
+  EXPECT_EQ(launcher_cpus_of(other, all, none).cpus, other) << "not inside the parent's: its own";
+  EXPECT_EQ(launcher_cpus_of(other, CpuSet{}, none).cpus, other) << "parent unreadable: its own";
+}
+
+TEST(LauncherCpus, AParentOutsideTheJobsCpusetIsCutToIt) {
+  // slurmstepd or a PBS mom with the whole node; the job's cgroup holds CPUs 0-7.
+  const CpuSet node = *CpuSet::parse_list("0-63"), job = *CpuSet::parse_list("0-7");
+  EXPECT_EQ(launcher_cpus_of(*CpuSet::parse_list("2"), node, job).cpus, job);
+  EXPECT_EQ(launcher_cpus_of(job, node, job).cpus, job) << "own == the job's: nothing widened";
 }
 
 TEST(AlreadyBound, OnlyASlurmTaskThePluginBoundAsThisRank) {

@@ -236,14 +236,15 @@ std::string host_name() {
   return host;
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_options(argc, argv);
+// Binds this process and runs the command; `on_error` is the site's once known (main() needs it
+// should anything throw).
+int run(const Options& o, spank::OnError& site_on_error) {
   const spank::UserFlags flags = parse_flags(o.flag_words);
   if (flags.off) run_command(o.command);
   auto place = local_rank_from_env(env_of, o.local_rank, o.local_size);
   if (!place) usage_error(place.error().message);
   const Site site = site_of(o);
-  const spank::OnError on_error = site.args.on_error;
+  const spank::OnError on_error = site_on_error = site.args.on_error;
 
   // A task the plugin bound as this very rank has its binding already.
   if (already_bound_by_plugin(env_of, *place)) {
@@ -306,10 +307,19 @@ int run(int argc, char** argv) {
 }  // namespace gpubind::run
 
 int main(int argc, char** argv) {
+  using namespace gpubind;
+  const run::Options options = run::parse_options(argc, argv);
+  spank::OnError on_error = spank::OnError::kFallback;
+  std::string why = "internal error";
   try {
-    return gpubind::run::run(argc, argv);
+    return run::run(options, on_error);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpubind-run: internal error: %s\n", e.what());
+    why += std::string(": ") + e.what();
+  } catch (...) {
   }
-  return 1;
+  // As for any other binding failure: the command runs unbound unless the site says fail.
+  std::fprintf(stderr, "gpubind-run: %s%s\n", why.c_str(),
+               on_error == spank::OnError::kFail ? "" : "; running unbound");
+  if (on_error == spank::OnError::kFail) return 1;
+  run::run_command(options.command);
 }

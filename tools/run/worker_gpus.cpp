@@ -39,6 +39,22 @@ bool by_recorded_bus_ids(const EnvLookup& env, const std::vector<std::string>& t
   return true;
 }
 
+// Slurm's list of node GPU numbers paired with the visibility tokens, position by position, where
+// both name the same number of GPUs.
+bool by_position(const std::string& indices, const std::vector<std::string>& tokens,
+                 StepRequest& request) {
+  const std::vector<std::string> numbers = split_list(indices);
+  if (numbers.size() != tokens.size()) return false;
+  std::vector<std::pair<int, std::string>> found;
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    const auto index = parse_whole_number(numbers[i], 0, INT_MAX);
+    if (!index) return false;
+    found.emplace_back(static_cast<int>(*index), tokens[i]);
+  }
+  request.gpus = std::move(found);
+  return true;
+}
+
 bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& request) {
   std::vector<std::pair<int, std::string>> found;
   for (const std::string& token : tokens) {
@@ -96,7 +112,14 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
       return out;
     }
   }
-  if (!env("SLURM_STEP_GPUS") && by_node_numbers(tokens, request)) {
+  // A batch script or salloc shell: the job's GPUs, as Slurm lists them beside its tokens.
+  if (const auto job = env("SLURM_JOB_GPUS");
+      job && !env("SLURM_STEP_GPUS") && by_position(*job, tokens, request)) {
+    out.how = named + ", the node's GPUs " + *job + " (SLURM_JOB_GPUS)";
+    return out;
+  }
+  // Outside Slurm only: inside a job, a device cgroup may have renumbered them.
+  if (!env("SLURM_JOB_ID") && by_node_numbers(tokens, request)) {
     out.how = named + ", the node's GPU numbers";
     return out;
   }

@@ -21,8 +21,8 @@ struct WorkerGpus {
 //  2. a task gpubind bound: the first visibility variable whose tokens gpubind recorded, by their
 //     bus ids (GPUBIND_GPUS, GPUBIND_GPU_PCI);
 //  3. a Slurm step: SLURM_STEP_GPUS beside the visibility list, position by position, where both
-//     list the same number of GPUs;
-//  4. numbers: the node's GPU numbers (no Slurm, no cgroup renumbering);
+//     list the same number of GPUs; in a batch script or salloc shell, SLURM_JOB_GPUS so;
+//  4. outside any Slurm job, numbers: the node's GPU numbers (no cgroup renumbering);
 //  5. anything else (UUIDs, MIG instances, a list Slurm narrowed per task): handed out by token,
 //     cores placed without their locality (with a warning, except for MIG instances).
 WorkerGpus worker_gpus(const spank::EnvLookup& env, spank::StepRequest& request);

@@ -22,7 +22,8 @@ using EnvReader = std::function<std::optional<std::string>(const std::string& na
 
 // The first launcher whose rank variable is set, in the order of the table in launcher.cpp
 // (worker launchers before MPI, MPI before Slurm: torchrun inside an srun task has both, and its
-// workers are the ones to divide); `rank` and `size` override what the environment says. Fails
+// workers are the ones to divide; a launcher that exports no count needs `size`, never another
+// level's variables); `rank` and `size` override what the environment says. Fails
 // with the variable at fault named: no launcher at all, a rank without its count, a value that is
 // not a number, a rank outside 0..size-1.
 Result<LocalRank> local_rank_from_env(const EnvReader& env, std::optional<int> rank = std::nullopt,
