@@ -17,16 +17,6 @@
 namespace gpubind::run {
 namespace {
 
-CpuSet affinity_of(pid_t pid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CpuSet cpus;
-  if (sched_getaffinity(pid, sizeof set, &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
-  return cpus;
-}
-
 std::string first_line(const std::string& path) {
   std::ifstream in(path);
   std::string line;

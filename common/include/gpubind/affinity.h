@@ -12,15 +12,20 @@
 
 namespace gpubind {
 
-inline CpuSet current_affinity() {
+// The CPU affinity of process `pid` (0: the calling thread); empty where it cannot be read.
+inline CpuSet affinity_of(pid_t pid) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CpuSet cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  if (sched_getaffinity(pid, sizeof set, &set) != 0) return cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &set)) cpus.set(cpu);
   }
   return cpus;
+}
+
+inline CpuSet current_affinity() {
+  return affinity_of(0);
 }
 
 inline Status set_affinity(const CpuSet& cpus) {

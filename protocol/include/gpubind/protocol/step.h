@@ -19,7 +19,7 @@ struct StepRequest {
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
   // GPUs known by PCI bus id instead (bus id, token); a request lists GPUs one way only.
   std::vector<std::pair<std::string, std::string>> gpus_by_pci;
-  std::vector<std::string> unplaced_gpus;         // tokens with no node GPU (MIG instances)
+  std::vector<std::string> unplaced_gpus;  // tokens with no node GPU (MIG instances)
   int cpus_per_task = 0, gpus_per_task = 0, tasks_per_gpu = 0;
   std::string order;  // "", "gpu" or "cpu"
   int smt = -1;       // -1 = the policy's
