@@ -192,10 +192,10 @@ void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* to
       out->add_nic_indices(nic);
     out->set_numa(task.numa);
     out->set_l3(task.l3);
-    for (const EnvVar& var : task.env) {
+    for (const EnvVar var : task.env) {
       v1::EnvVar* e = out->add_env();
-      e->set_name(var.name);
-      e->set_value(var.value);
+      e->set_name(var.name.data(), var.name.size());
+      e->set_value(var.value.data(), var.value.size());
       e->set_only_if_unset(var.only_if_unset);
     }
   }
@@ -221,7 +221,7 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     task.numa = in.numa();
     task.l3 = in.l3();
     for (const v1::EnvVar& e : in.env())
-      task.env.push_back({e.name(), e.value(), e.only_if_unset()});
+      task.env.add(e.name(), e.value(), e.only_if_unset());
     plan.tasks.push_back(std::move(task));
   }
   plan.warnings.assign(proto.warnings().begin(), proto.warnings().end());

@@ -29,12 +29,23 @@ class BinderService final : public v1::Binder::Service {
   // Fault testing: hold every Plan answer this long, as an overloaded or swapping node would.
   void set_answer_delay(std::chrono::milliseconds delay) { answer_delay_ = delay; }
 
-  // A Plan call, whichever protocol it came by: cache, planner, stats. The answer is a serialized
-  // gpubind.v1.PlanResponse (what the compact transport sends as is); errors are the request's.
-  Result<std::string> answer(const v1::PlanRequest& request);
+  // A serialized gpubind.v1.PlanResponse, shared with the cache (a 4096-task answer is megabytes:
+  // it is not copied), and whether it came from the cache.
+  struct Answer {
+    PlanCache::Entry bytes;
+    bool cached = false;
+    // The bytes as sent: a cached answer gets `cached` appended (a field appended to serialized
+    // protobuf overrides the one before it), so stored bytes go out without a parse.
+    size_t size() const;
+    void append_to(std::string& out) const;
+  };
+
+  // A Plan call, whichever protocol it came by: cache, planner, stats. The answer is what the
+  // compact transport sends as is; errors are the request's.
+  Result<Answer> answer(const v1::PlanRequest& request);
   // The cached answer to `request`, if there is one (counted as an answered call); never plans.
   // Cheap enough for the router's own thread, which thus skips the workers for repeated shapes.
-  std::optional<std::string> answer_from_cache(const v1::PlanRequest& request);
+  std::optional<Answer> answer_from_cache(const v1::PlanRequest& request);
 
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;
@@ -45,7 +56,6 @@ class BinderService final : public v1::Binder::Service {
 
  private:
   Error refuse(const std::string& why, const v1::PlanRequest& request);
-  static std::string with_cached_flag(const std::string& answer);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;

@@ -7,11 +7,27 @@
 namespace gpubind::daemon {
 namespace {
 
-std::string frame(uint8_t status, const std::string& payload) {
-  std::string out(compact::kAnswerHeaderBytes, '\0');
+std::string header(uint8_t status, size_t payload_bytes, size_t capacity) {
+  std::string out;
+  out.reserve(capacity);
+  out.resize(compact::kAnswerHeaderBytes);
   out[0] = static_cast<char>(status);
-  compact::put_length(out.data() + 1, static_cast<uint32_t>(payload.size()));
-  return out + payload;
+  compact::put_length(out.data() + 1, static_cast<uint32_t>(payload_bytes));
+  return out;
+}
+
+std::string frame(uint8_t status, const std::string& payload) {
+  std::string out = header(status, payload.size(), compact::kAnswerHeaderBytes + payload.size());
+  out += payload;
+  return out;
+}
+
+// The plan's frame, built with one copy of the (possibly shared, megabytes long) answer.
+std::string plan_frame(const BinderService::Answer& answer) {
+  const size_t size = answer.size();
+  std::string out = header(compact::kStatusPlan, size, compact::kAnswerHeaderBytes + size);
+  answer.append_to(out);
+  return out;
 }
 
 }  // namespace
@@ -49,7 +65,7 @@ std::string answer_frame(const std::string& body, BinderService& service) {
     return frame(compact::kStatusRefused, "not a gpubind.v1.PlanRequest");
   auto answer = service.answer(request);
   if (!answer) return frame(compact::kStatusRefused, answer.error().message);
-  return frame(compact::kStatusPlan, *answer);
+  return plan_frame(*answer);
 }
 
 std::optional<std::string> cached_answer_frame(const std::string& body, BinderService& service) {
@@ -61,7 +77,7 @@ std::optional<std::string> cached_answer_frame(const std::string& body, BinderSe
   if (!request.ParseFromString(body)) return std::nullopt;  // the worker says why
   auto answer = service.answer_from_cache(request);
   if (!answer) return std::nullopt;
-  return frame(compact::kStatusPlan, *answer);
+  return plan_frame(*answer);
 }
 
 }  // namespace gpubind::daemon

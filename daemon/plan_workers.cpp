@@ -2,7 +2,9 @@
 
 namespace gpubind::daemon {
 
-PlanWorkers::PlanWorkers(Limits limits) : limits_(limits) {
+PlanWorkers::PlanWorkers(Limits limits, std::function<void()> on_idle,
+                         std::chrono::milliseconds idle_after)
+    : limits_(limits), on_idle_(std::move(on_idle)), idle_after_(idle_after) {
   for (int i = 0; i < limits_.threads; ++i)
     threads_.emplace_back([this] { run(); });
 }
@@ -56,17 +58,38 @@ bool PlanWorkers::next(uid_t& uid, Job& job) {
   return false;
 }
 
+bool PlanWorkers::wait_for_job(std::unique_lock<std::mutex>& lock, uid_t& uid, Job& job) {
+  auto woken = [&] { return stopping_ || next(uid, job); };
+  if (!idle_pending_ || !on_idle_) {
+    ready_.wait(lock, woken);
+    return true;
+  }
+  if (ready_.wait_until(lock, idle_at_, woken)) return true;
+  idle_pending_ = false;  // this worker runs the hook; the others wait for jobs
+  return false;
+}
+
 void PlanWorkers::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     uid_t uid = 0;
     Job job;
-    ready_.wait(lock, [&] { return stopping_ || next(uid, job); });
+    if (!wait_for_job(lock, uid, job)) {
+      lock.unlock();
+      on_idle_();
+      lock.lock();
+      continue;
+    }
     if (stopping_) return;
+    ++running_;
     lock.unlock();
     job();
     job = nullptr;  // whatever it holds is freed outside the lock
     lock.lock();
+    if (--running_ == 0 && turns_.empty()) {
+      idle_pending_ = true;
+      idle_at_ = std::chrono::steady_clock::now() + idle_after_;
+    }
     Queue& queue = queues_[uid];
     --queue.running;
     if (queue.jobs.empty() && queue.running == 0 && !queue.in_turn) {

@@ -1,5 +1,6 @@
 #include "gpubind/env.h"
 
+#include <algorithm>
 #include <array>
 
 namespace gpubind {
@@ -46,6 +47,7 @@ Status validate_template(std::string_view value) {
 }
 
 CompiledTemplate::CompiledTemplate(std::string_view value) {
+  parts_.reserve(std::count(value.begin(), value.end(), '{') + 1);
   size_t pos = 0;
   while (pos <= value.size()) {
     const size_t open = value.find('{', pos);
@@ -64,17 +66,22 @@ CompiledTemplate::CompiledTemplate(std::string_view value) {
   }
 }
 
-std::optional<std::string> CompiledTemplate::render(PlaceholderSource& source) const {
-  if (malformed_) return std::nullopt;
-  std::string out;
+bool CompiledTemplate::render_to(PlaceholderSource& source, std::string& out) const {
+  if (malformed_) return false;
   for (const Part& part : parts_) {
     out.append(part.literal);
-    if (part.unknown) return std::nullopt;
+    if (part.unknown) return false;
     if (part.placeholder < 0) continue;
     const std::string& filled = source.get(static_cast<Placeholder>(part.placeholder));
-    if (filled.empty()) return std::nullopt;
+    if (filled.empty()) return false;
     out.append(filled);
   }
+  return true;
+}
+
+std::optional<std::string> CompiledTemplate::render(PlaceholderSource& source) const {
+  std::string out;
+  if (!render_to(source, out)) return std::nullopt;
   return out;
 }
 

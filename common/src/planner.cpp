@@ -12,6 +12,7 @@
 #include <cctype>
 #include <charconv>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "gpubind/env.h"
@@ -139,6 +140,7 @@ class Planner {
   Status find_usable_cores();
   void split_cores_into_threads();
   Status resolve_step_gpus();
+  void find_gpu_domains();
   void assign_gpus_by_rank();
   void assign_gpus_by_cores();
   void assign_cores();
@@ -186,6 +188,8 @@ class Planner {
   std::vector<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
   std::vector<int> usable_pus_;
   std::vector<StepGpu> step_gpus_;
+  // Per step GPU, its domain: the first step GPU with the same locality CPUs.
+  std::vector<int> gpu_domain_;
   std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
   std::vector<int> task_tiles_;              // tile per task when it holds one GPU's tile, else -1
   std::vector<Region> task_cores_;
@@ -308,12 +312,10 @@ Status Planner::resolve_step_gpus() {
   }
   if (!request_.gpus) {
     // Each vendor's runtime counts its own GPUs only: an AMD GPU after an NVIDIA one is ROCm's 0.
-    for (const Gpu& gpu : topo_.gpus) {
-      const auto same_vendor_before =
-          std::count_if(topo_.gpus.begin(), topo_.gpus.begin() + gpu.index,
-                        [&](const Gpu& other) { return other.vendor == gpu.vendor; });
-      step_gpus_.push_back({gpu.index, std::to_string(same_vendor_before)});
-    }
+    step_gpus_.reserve(topo_.gpus.size());
+    std::array<int, kVendorCount> before{};  // GPUs of each vendor so far
+    for (const Gpu& gpu : topo_.gpus)
+      step_gpus_.push_back({gpu.index, std::to_string(before[static_cast<size_t>(gpu.vendor)]++)});
     return Ok{};
   }
   step_gpus_ = *request_.gpus;
@@ -337,6 +339,20 @@ Status Planner::resolve_step_gpus() {
   return Ok{};
 }
 
+void Planner::find_gpu_domains() {
+  const int count = static_cast<int>(step_gpus_.size());
+  gpu_domain_.resize(count);
+  for (int g = 0; g < count; ++g) {
+    gpu_domain_[g] = g;
+    for (int h = 0; h < g; ++h) {
+      if (gpu_domain_[h] == h && gpu_locality(h).cpus == gpu_locality(g).cpus) {
+        gpu_domain_[g] = h;
+        break;
+      }
+    }
+  }
+}
+
 int Planner::gpu_distance(int step_a, int step_b) const {
   const Gpu& a = topo_.gpus[step_gpus_[step_a].gpu];
   const Gpu& b = topo_.gpus[step_gpus_[step_b].gpu];
@@ -349,16 +365,7 @@ int Planner::gpu_distance(int step_a, int step_b) const {
 // a domain), then the rest from the nearest free GPUs. Chunks come out in step GPU order.
 std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes) const {
   const int count = static_cast<int>(step_gpus_.size());
-  std::vector<int> domain(count);  // GPUs with equal locality share a domain id
-  for (int g = 0; g < count; ++g) {
-    domain[g] = g;
-    for (int h = 0; h < g; ++h) {
-      if (gpu_locality(h).cpus == gpu_locality(g).cpus) {
-        domain[g] = domain[h];
-        break;
-      }
-    }
-  }
+  const std::vector<int>& domain = gpu_domain_;
   std::vector<int> free_in_domain(count, 0);
   for (int g = 0; g < count; ++g)
     ++free_in_domain[domain[g]];
@@ -368,10 +375,14 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
     taken[seed] = true;
     --free_in_domain[domain[seed]];
     while (static_cast<int>(chunk.size()) < size) {
-      int best = -1;
+      int best = -1, best_distance = 0;
       for (int g = 0; g < count; ++g) {
         if (taken[g] || (same_domain && domain[g] != domain[seed])) continue;
-        if (best < 0 || gpu_distance(seed, g) < gpu_distance(seed, best)) best = g;
+        const int d = gpu_distance(seed, g);
+        if (best < 0 || d < best_distance) {
+          best = g;
+          best_distance = d;
+        }
       }
       if (best < 0) return;
       taken[best] = true;
@@ -775,26 +786,36 @@ void Planner::assign_cores() {
   };
   std::vector<Domain> domains;
   domains.reserve(step_gpus_.size() + 1);
-  auto join = [&](const CpuSet& cpus, int task) {
-    auto it = std::find_if(domains.begin(), domains.end(),
-                           [&](const Domain& d) { return d.cpus == cpus; });
-    if (it == domains.end()) {
-      domains.push_back({cpus, {}, {}});
-      it = domains.end() - 1;
+  // By id: a GPU domain (gpu_domain_), or the whole node (the last id).
+  const int node_id = static_cast<int>(step_gpus_.size());
+  std::vector<int> domain_of_id(node_id + 1, -1);
+  auto index_of = [&](int id) {
+    int& slot = domain_of_id[id];
+    if (slot < 0) {
+      slot = static_cast<int>(domains.size());
+      domains.push_back({id == node_id ? all_pus_ : gpu_locality(id).cpus, {}, {}});
     }
-    if (!it->tasks.empty() && it->tasks.back() == task) {
-      ++it->weights.back();
+    return slot;
+  };
+  auto join = [&](int id, int task) {
+    // A GPU whose domain is the whole node shares the node's.
+    if (id != node_id && domain_of_id[id] < 0 && gpu_locality(id).cpus == all_pus_)
+      domain_of_id[id] = index_of(node_id);
+    const int index = index_of(id);
+    Domain& domain = domains[index];
+    if (!domain.tasks.empty() && domain.tasks.back() == task) {
+      ++domain.weights.back();
     } else {
-      it->tasks.push_back(task);
-      it->weights.push_back(1);
+      domain.tasks.push_back(task);
+      domain.weights.push_back(1);
     }
   };
   for (int task = 0; task < ntasks_; ++task) {
     if (order_ == Order::kGpu && !task_gpus_[task].empty()) {
       for (int g : task_gpus_[task])
-        join(gpu_locality(g).cpus, task);
+        join(gpu_domain_[g], task);
     } else {
-      join(all_pus_, task);
+      join(node_id, task);
     }
   }
   // Smaller domains first, so a domain nested in another keeps its cores.
@@ -1136,8 +1157,14 @@ NodeValues node_values(const Topology& topo, const SitePolicy& policy,
 // A task's placeholder values, each computed the first time a template asks for it.
 class TaskPlaceholders : public PlaceholderSource {
  public:
-  TaskPlaceholders(const Topology& topo, const TaskPlan& task, int ntasks, const NodeValues& node)
-      : topo_(topo), task_(task), ntasks_(ntasks), node_(node) {}
+  TaskPlaceholders(const Topology& topo, int ntasks, const NodeValues& node)
+      : topo_(topo), ntasks_(ntasks), node_(node) {}
+
+  // Values for `task` from now on (one object serves every task of the plan).
+  void start(const TaskPlan& task) {
+    task_ = &task;
+    done_.fill(false);
+  }
 
   const std::string& get(Placeholder p) override {
     const size_t i = static_cast<size_t>(p);
@@ -1148,17 +1175,10 @@ class TaskPlaceholders : public PlaceholderSource {
     return values_[i];
   }
 
-  // The value, moved out: for its last use.
-  std::string take(Placeholder p) {
-    get(p);
-    done_[static_cast<size_t>(p)] = false;
-    return std::move(values_[static_cast<size_t>(p)]);
-  }
-
  private:
   std::string join_gpus(bool pci) const {
     std::string text;
-    for (const TaskGpu& gpu : task_.gpus) {
+    for (const TaskGpu& gpu : task_->gpus) {
       const std::string& item = pci ? gpu.pci : gpu.token;
       if (item.empty()) continue;  // a MIG instance has no bus id here
       if (!text.empty()) text.push_back(',');
@@ -1168,7 +1188,7 @@ class TaskPlaceholders : public PlaceholderSource {
   }
 
   std::string compute(Placeholder p) const {
-    const Nic* nic = task_.nic >= 0 ? &topo_.nics[task_.nic] : nullptr;
+    const Nic* nic = task_->nic >= 0 ? &topo_.nics[task_->nic] : nullptr;
     auto number_if = [](bool ok, int n) { return ok ? std::to_string(n) : std::string(); };
     switch (p) {
       case Placeholder::kGpus:
@@ -1176,7 +1196,7 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kGpuPci:
         return join_gpus(true);
       case Placeholder::kNgpus:
-        return number_if(!task_.gpus.empty(), task_.gpus.size());
+        return number_if(!task_->gpus.empty(), task_->gpus.size());
       case Placeholder::kNic:
         return nic ? nic->name : "";
       case Placeholder::kNicNetdev:
@@ -1188,13 +1208,13 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kNicMapping:
         return nic ? node_.nic_mapping : "";
       case Placeholder::kNics:
-        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.name; });
+        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.name; });
       case Placeholder::kNicsNetdev:
-        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.netdev; });
+        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.netdev; });
       case Placeholder::kNicsRdma:
-        return join_nics(topo_, task_.nics, [](const Nic& n) { return n.rdma; });
+        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.rdma; });
       case Placeholder::kNicsUcx:
-        return join_nics(topo_, task_.nics,
+        return join_nics(topo_, task_->nics,
                          [](const Nic& n) { return n.rdma.empty() ? n.netdev : n.rdma + ":1"; });
       case Placeholder::kNodeNics:
         return node_.node_nics;
@@ -1207,19 +1227,19 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kCclWorkerAffinity:
         return node_.ccl_worker_affinity;
       case Placeholder::kCpus:
-        return task_.cpus.to_list();
+        return task_->cpus.to_list();
       case Placeholder::kCpuMask:
-        return task_.cpus.to_mask();
+        return task_->cpus.to_mask();
       case Placeholder::kNcpus:
-        return std::to_string(task_.cpus.count());
+        return std::to_string(task_->cpus.count());
       case Placeholder::kNcores:
-        return std::to_string(task_.ncores);
+        return std::to_string(task_->ncores);
       case Placeholder::kNuma:
-        return number_if(task_.numa >= 0, task_.numa);
+        return number_if(task_->numa >= 0, task_->numa);
       case Placeholder::kL3:
-        return number_if(task_.l3 >= 0, task_.l3);
+        return number_if(task_->l3 >= 0, task_->l3);
       case Placeholder::kLocalRank:
-        return std::to_string(task_.rank);
+        return std::to_string(task_->rank);
       case Placeholder::kNtasks:
         return std::to_string(ntasks_);
       case Placeholder::kCount:
@@ -1231,81 +1251,75 @@ class TaskPlaceholders : public PlaceholderSource {
   // A task with k > 1 visible GPU devices runs one worker per device (torchrun, accelerate,
   // DeepSpeed): each gets an equal share of the task's CPUs.
   int omp_threads() const {
-    const int devices = visible_devices(task_);
-    const int cpus = task_.cpus.count();
+    const int devices = visible_devices(*task_);
+    const int cpus = task_->cpus.count();
     return devices > 1 ? std::max(1, cpus / devices) : cpus;
   }
 
   const Topology& topo_;
-  const TaskPlan& task_;
+  const TaskPlan* task_ = nullptr;
   int ntasks_;
   const NodeValues& node_;
   PlaceholderValues values_;
   std::array<bool, static_cast<size_t>(Placeholder::kCount)> done_{};
 };
 
-// A group of templates, each parsed once per plan.
-struct CompiledGroup {
-  explicit CompiledGroup(const std::vector<EnvTemplate>& group) : templates(group) {
-    compiled.reserve(group.size());
-    for (const EnvTemplate& tmpl : group)
-      compiled.emplace_back(tmpl.value);
-  }
+// A group of templates, each parsed once per plan when a task first needs it (most apply to
+// one GPU vendor or NIC kind only).
+class CompiledGroup {
+ public:
+  explicit CompiledGroup(const std::vector<EnvTemplate>& group)
+      : templates_(group), compiled_(group.size()) {}
 
-  // Templates that apply to the selector: a bound on the variables append() adds.
-  size_t applying(std::string_view selector) const {
-    return std::count_if(templates.begin(), templates.end(), [&](const EnvTemplate& t) {
-      return t.when.empty() || t.when == selector;
-    });
-  }
-
-  void append(std::string_view selector, PlaceholderSource& values,
-              std::vector<EnvVar>& env) const {
-    for (size_t i = 0; i < templates.size(); ++i) {
-      const EnvTemplate& tmpl = templates[i];
+  void append(std::string_view selector, PlaceholderSource& values, EnvList& env) {
+    for (size_t i = 0; i < templates_.size(); ++i) {
+      const EnvTemplate& tmpl = templates_[i];
       if (!tmpl.when.empty() && tmpl.when != selector) continue;
-      if (auto value = compiled[i].render(values))
-        env.emplace_back(tmpl.name, std::move(*value), tmpl.only_if_unset);
+      if (!compiled_[i]) compiled_[i].emplace(tmpl.value);
+      env.add_written(tmpl.name, tmpl.only_if_unset,
+                      [&](std::string& out) { return compiled_[i]->render_to(values, out); });
     }
   }
 
-  const std::vector<EnvTemplate>& templates;
-  std::vector<CompiledTemplate> compiled;
+ private:
+  const std::vector<EnvTemplate>& templates_;
+  std::vector<std::optional<CompiledTemplate>> compiled_;
 };
 
 void Planner::render_env() {
   const NodeValues node = node_values(topo_, policy_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
-  const CompiledGroup gpu_env(policy_.gpu_env), nic_env(policy_.nic_env), omp_env(policy_.omp_env);
+  CompiledGroup gpu_env(policy_.gpu_env), nic_env(policy_.nic_env), omp_env(policy_.omp_env);
+  size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
+  TaskPlaceholders v(topo_, ntasks_, node);
   for (TaskPlan& task : plan_.tasks) {
-    TaskPlaceholders v(topo_, task, ntasks_, node);
-    std::vector<EnvVar>& env = task.env;
+    v.start(task);
+    EnvList& env = task.env;
     const bool gpus = request_.gpu_env && !task.gpus.empty();
     const bool nics = request_.nic_env && task.nic >= 0;
     const char* vendor = gpus ? vendor_name(task.gpus[0].vendor) : "";
     const char* nic_kind = nics ? nic_kind_name(topo_.nics[task.nic].kind) : "";
-    env.reserve((gpus ? gpu_env.applying(vendor) : 0) + (nics ? nic_env.applying(nic_kind) : 0) +
-                omp_env.applying("") + 9);
+    env.reserve(bytes ? bytes + bytes / 4 : 512);
     if (gpus) gpu_env.append(vendor, v, env);
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
-      env.emplace_back("OMP_PLACES", "cores", false);
-      env.emplace_back("OMP_PROC_BIND", "close", false);
+      env.add("OMP_PLACES", "cores");
+      env.add("OMP_PROC_BIND", "close");
     }
     // Information for users and tools, and the marker that binding was done.
-    // The templates are done with the values: these take them.
-    env.emplace_back("GPUBIND_BOUND", "1", false);
-    env.emplace_back("GPUBIND_LOCAL_RANK", v.take(Placeholder::kLocalRank), false);
-    env.emplace_back("GPUBIND_CPUS", v.take(Placeholder::kCpus), false);
+    env.add("GPUBIND_BOUND", "1");
+    env.add("GPUBIND_LOCAL_RANK", v.get(Placeholder::kLocalRank));
+    env.add("GPUBIND_CPUS", v.get(Placeholder::kCpus));
     if (!task.gpus.empty()) {
-      env.emplace_back("GPUBIND_GPUS", v.take(Placeholder::kGpus), false);
+      env.add("GPUBIND_GPUS", v.get(Placeholder::kGpus));
       // MIG instances have no bus id of their own here.
-      if (std::string pci = v.take(Placeholder::kGpuPci); !pci.empty())
-        env.emplace_back("GPUBIND_GPU_PCI", std::move(pci), false);
+      if (const std::string& pci = v.get(Placeholder::kGpuPci); !pci.empty())
+        env.add("GPUBIND_GPU_PCI", pci);
     }
-    if (task.nic >= 0) env.emplace_back("GPUBIND_NIC", v.take(Placeholder::kNics), false);
-    if (task.numa >= 0) env.emplace_back("GPUBIND_NUMA", v.take(Placeholder::kNuma), false);
+    if (task.nic >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
+    if (task.numa >= 0) env.add("GPUBIND_NUMA", v.get(Placeholder::kNuma));
+    bytes = env.bytes();
   }
 }
 
@@ -1371,6 +1385,7 @@ Result<Plan> Planner::run() {
   if (auto s = check_request(); !s) return s.error();
   if (auto s = find_usable_cores(); !s) return s.error();
   if (auto s = resolve_step_gpus(); !s) return s.error();
+  find_gpu_domains();
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
   if (step_gpus_.empty()) order_ = Order::kCpu;
@@ -1384,11 +1399,10 @@ Result<Plan> Planner::run() {
   }
 
   plan_.tasks.resize(ntasks_);
+  std::vector<int> numas, l3s, cores;  // scratch lists, reused across tasks
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
-    std::vector<int> numas, l3s, cores;
     plan.rank = task;
-    // Scratch lists, reused across tasks.
     numas.clear();
     l3s.clear();
     cores.clear();
@@ -1410,6 +1424,7 @@ Result<Plan> Planner::run() {
     };
     plan.numa = gpu && holds(numas, gpu->numa) ? gpu->numa : majority(numas);
     plan.l3 = gpu && holds(l3s, gpu->l3) ? gpu->l3 : majority(l3s);
+    plan.gpus.reserve(task_gpus_[task].size());
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
       const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];

@@ -212,7 +212,7 @@ TEST(PlannerRules, NicsOfEveryFabricAreFound) {
   EXPECT_EQ(aws.nics[0].kind, NicKind::kEfa);
   for (const TaskPlan& task : plan(aws, 8).tasks) {
     const auto unset = std::none_of(task.env.begin(), task.env.end(),
-                                    [](const EnvVar& v) { return v.name == "UCX_NET_DEVICES"; });
+                                    [](const EnvVar v) { return v.name == "UCX_NET_DEVICES"; });
     EXPECT_TRUE(unset) << "UCX has no EFA transport";
   }
 }

@@ -47,7 +47,7 @@ inline std::string fingerprint(const Plan& plan) {
         << " l3=" << task.l3 << " gpus=";
     for (const TaskGpu& gpu : task.gpus)
       out << gpu.gpu << "/" << gpu.token << ",";
-    for (const EnvVar& var : task.env)
+    for (const EnvVar var : task.env)
       out << " " << var.name << "=" << var.value;
     out << "\n";
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
 
 namespace gpubind::daemon {
 namespace {
@@ -51,6 +52,46 @@ TEST(PlanWorkers, RefusesPastAUsersQueueLimit) {
   EXPECT_FALSE(workers.submit(7, [] {})) << "a third waiting job of one user";
   EXPECT_TRUE(workers.submit(8, [] {})) << "another user still queues";
   release.set_value();
+  workers.stop();
+}
+
+// The daemon gives a burst's free memory back once its planners idle: never before any job, never
+// while one runs, once per idle spell.
+TEST(PlanWorkers, RunsTheIdleHookOnceAfterEachBurst) {
+  std::atomic<int> idle_runs{0};
+  std::atomic<bool> job_running{false}, ran_during_job{false};
+  PlanWorkers workers(
+      {.threads = 2, .running_per_uid = 1, .queued_per_uid = 8},
+      [&] {
+        if (job_running) ran_during_job = true;
+        ++idle_runs;
+      },
+      20ms);
+  auto wait_for_runs = [&](int runs) {
+    for (int i = 0; i < 1000 && idle_runs < runs; ++i)
+      std::this_thread::sleep_for(10ms);
+    return idle_runs.load();
+  };
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(idle_runs, 0) << "no job yet: nothing to give back";
+
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_TRUE(workers.submit(5, [&] {
+    job_running = true;
+    released.wait();
+    job_running = false;
+  }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(idle_runs, 0) << "a job is still running";
+  release.set_value();
+  EXPECT_EQ(wait_for_runs(1), 1);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(idle_runs, 1) << "once per idle spell";
+
+  ASSERT_TRUE(workers.submit(5, [] {}));
+  EXPECT_EQ(wait_for_runs(2), 2) << "and again after the next burst";
+  EXPECT_FALSE(ran_during_job);
   workers.stop();
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "../support/fixtures.h"
@@ -33,17 +34,14 @@ PlanRequest tasks(int n) {
 }
 
 std::string env_of(const TaskPlan& task, const std::string& name) {
-  for (const EnvVar& var : task.env) {
-    if (var.name == name) return var.value;
-  }
-  return "<unset>";
+  return std::string(task.env.value_of(name).value_or("<unset>"));
 }
 
-const EnvVar* find_env(const TaskPlan& task, const std::string& name) {
-  for (const EnvVar& var : task.env) {
-    if (var.name == name) return &var;
+std::optional<EnvVar> find_env(const TaskPlan& task, const std::string& name) {
+  for (const EnvVar var : task.env) {
+    if (var.name == name) return var;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::set<int> l3s_of(const Topology& t, const CpuSet& cpus) {
@@ -694,12 +692,12 @@ TEST(PlannerNoGpus, CpuOnlyStepsPlanByCoresWithoutGpuEnv) {
 TEST(PlannerEnv, OmpThreadsOnlyIfUnsetAndPlacesOnlyOnRequest) {
   const Topology& t = fixture("lumi-g");
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
-  const EnvVar* threads = find_env(plan.tasks[0], "OMP_NUM_THREADS");
-  ASSERT_NE(threads, nullptr);
+  const std::optional<EnvVar> threads = find_env(plan.tasks[0], "OMP_NUM_THREADS");
+  ASSERT_TRUE(threads);
   EXPECT_EQ(threads->value, "7");
   EXPECT_TRUE(threads->only_if_unset);
-  EXPECT_EQ(find_env(plan.tasks[0], "OMP_PLACES"), nullptr);
-  EXPECT_EQ(find_env(plan.tasks[0], "OMP_PROC_BIND"), nullptr);
+  EXPECT_FALSE(find_env(plan.tasks[0], "OMP_PLACES"));
+  EXPECT_FALSE(find_env(plan.tasks[0], "OMP_PROC_BIND"));
   PlanRequest omp = tasks(8);
   omp.omp_places = true;
   const Plan with = plan_or_fail(t, lumi_policy(), omp);
@@ -712,8 +710,8 @@ TEST(PlannerEnv, GroupsCanBeSwitchedOff) {
   request.gpu_env = false;
   request.nic_env = false;
   const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), request);
-  EXPECT_EQ(find_env(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), nullptr);
-  EXPECT_EQ(find_env(plan.tasks[0], "NCCL_SOCKET_IFNAME"), nullptr);
+  EXPECT_FALSE(find_env(plan.tasks[0], "ROCR_VISIBLE_DEVICES"));
+  EXPECT_FALSE(find_env(plan.tasks[0], "NCCL_SOCKET_IFNAME"));
   EXPECT_EQ(env_of(plan.tasks[0], "GPUBIND_GPUS"), "0") << "information stays";
 }
 
@@ -916,7 +914,7 @@ TEST(PlannerWarnings, TasksWithNoCpuNearTheirGpuAreNamedOnce) {
 // Nested steps clear the binding's information variables: the list they clear is complete.
 TEST(PlannerEnv, EveryGpubindVariableIsABindingInfoVariable) {
   const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), tasks(8));
-  for (const EnvVar& var : plan.tasks[0].env) {
+  for (const EnvVar var : plan.tasks[0].env) {
     if (var.name.rfind("GPUBIND_", 0) != 0) continue;
     EXPECT_NE(std::find(kBindingInfoVars.begin(), kBindingInfoVars.end(), var.name),
               kBindingInfoVars.end())

@@ -21,10 +21,7 @@ Node site(const std::string& policy, const std::string& fixture) {
 }
 
 std::string env_value(const TaskPlan& task, const std::string& name) {
-  for (const EnvVar& var : task.env) {
-    if (var.name == name) return var.value;
-  }
-  return "<unset>";
+  return std::string(task.env.value_of(name).value_or("<unset>"));
 }
 
 Plan plan(const Node& node, int ntasks) {
@@ -85,7 +82,7 @@ TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
       for (int n : task.nics)
         ucx += (ucx.empty() ? "" : ",") + node.topology.nics[n].rdma + ":1";
       EXPECT_EQ(env_value(task, "UCX_NET_DEVICES"), ucx);
-      for (const EnvVar& var : task.env) {
+      for (const EnvVar var : task.env) {
         if (var.name == "NCCL_IB_HCA" || var.name == "UCX_NET_DEVICES") {
           EXPECT_TRUE(var.only_if_unset) << var.name;
         }

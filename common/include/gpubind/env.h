@@ -93,6 +93,9 @@ class CompiledTemplate {
   explicit CompiledTemplate(std::string_view value);
   // As render_template below.
   std::optional<std::string> render(PlaceholderSource& source) const;
+  // Appends the filled template to `out`; false (with `out` partly written) where render gives
+  // nullopt.
+  bool render_to(PlaceholderSource& source, std::string& out) const;
 
  private:
   struct Part {

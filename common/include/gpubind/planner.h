@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpubind/cpuset.h"
+#include "gpubind/env_list.h"
 #include "gpubind/policy.h"
 #include "gpubind/result.h"
 #include "gpubind/topology.h"
@@ -51,17 +52,8 @@ struct PlanRequest {
   ZeHierarchy ze_hierarchy = ZeHierarchy::kFlat;
 };
 
-struct EnvVar {
-  EnvVar() = default;
-  // A constructor (not aggregate init) so that emplace_back builds one in place on every
-  // compiler of the supported toolchains.
-  EnvVar(std::string name_, std::string value_, bool only_if_unset_ = false)
-      : name(std::move(name_)), value(std::move(value_)), only_if_unset(only_if_unset_) {}
-
-  std::string name;
-  std::string value;
-  bool only_if_unset = false;
-};
+// One variable of a task's environment, as EnvList hands it out (views into the list).
+using EnvVar = EnvList::Var;
 
 // Plans are self-contained: they name PCI ids and NICs, so they can be shown without a topology.
 struct TaskGpu {
@@ -85,7 +77,7 @@ struct TaskPlan {
   std::string nic_name;   // their names, "mlx5_0,mlx5_3"
   int numa = -1;          // NUMA node holding most of the task's CPUs
   int l3 = -1;            // L3 holding most of the task's CPUs
-  std::vector<EnvVar> env;
+  EnvList env;
 };
 
 struct Plan {

@@ -2,6 +2,7 @@
 // CPU-side locality. Plain data, filled by the hwloc loader (topology_hwloc.h) or by tests.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,8 @@
 namespace gpubind {
 
 enum class Vendor { kUnknown, kNvidia, kAmd, kIntel };
-const char* vendor_name(Vendor vendor);  // "nvidia", "amd", "intel", "unknown"
+inline constexpr size_t kVendorCount = 4;  // the values of Vendor
+const char* vendor_name(Vendor vendor);    // "nvidia", "amd", "intel", "unknown"
 
 // EFA: AWS Elastic Fabric Adapter, driven through libfabric (no netdev, not for UCX).
 enum class NicKind { kSlingshot, kInfiniband, kEthernet, kEfa };

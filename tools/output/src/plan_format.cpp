@@ -59,9 +59,10 @@ std::string plan_to_json(const Plan& plan) {
       gpus.push_back(std::move(entry));
     }
     Json env = Json::object(), only_if_unset = Json::array();
-    for (const EnvVar& var : task.env) {
-      env[var.name] = var.value;
-      if (var.only_if_unset) only_if_unset.push_back(var.name);
+    for (const EnvVar var : task.env) {
+      const std::string name(var.name);
+      env[name] = std::string(var.value);
+      if (var.only_if_unset) only_if_unset.push_back(name);
     }
     tasks.push_back(Json{{"rank", task.rank},
                          {"cpus", task.cpus.to_list()},

@@ -1,0 +1,89 @@
+#include "gpubind/env_list.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpubind/env.h"
+
+namespace gpubind {
+namespace {
+
+std::vector<std::string> texts(const EnvList& env) {
+  std::vector<std::string> out;
+  for (const EnvList::Var var : env)
+    out.push_back(std::string(var.name) + "=" + std::string(var.value) +
+                  (var.only_if_unset ? " (if unset)" : ""));
+  return out;
+}
+
+TEST(EnvList, KeepsVariablesInOrderWithTheirFlags) {
+  EnvList env;
+  env.add("CUDA_VISIBLE_DEVICES", "0,1");
+  env.add("OMP_NUM_THREADS", "7", true);
+  env.add("EMPTY", "");
+  env.add(std::string(300, 'N'), std::string(70000, 'v'));  // lengths past one byte and 64 KiB
+  ASSERT_EQ(env.size(), 4u);
+  EXPECT_EQ(texts(env)[0], "CUDA_VISIBLE_DEVICES=0,1");
+  EXPECT_EQ(texts(env)[1], "OMP_NUM_THREADS=7 (if unset)");
+  EXPECT_EQ(texts(env)[2], "EMPTY=");
+  EXPECT_EQ(env[3].name.size(), 300u);
+  EXPECT_EQ(env[3].value.size(), 70000u);
+  EXPECT_TRUE(env[4].name.empty()) << "past the end";
+  EXPECT_EQ(env.value_of("OMP_NUM_THREADS"), "7");
+  EXPECT_EQ(env.value_of("EMPTY"), "");
+  EXPECT_EQ(env.value_of("UNSET"), std::nullopt);
+}
+
+TEST(EnvList, AWriteThatFailsAddsNothing) {
+  EnvList env{{"A", "1", false}};
+  const size_t bytes = env.bytes();
+  EXPECT_FALSE(env.add_written("B", false, [](std::string& out) {
+    out += "partly written";
+    return false;
+  }));
+  EXPECT_EQ(env.size(), 1u);
+  EXPECT_EQ(env.bytes(), bytes);
+  EXPECT_TRUE(env.add_written("C", true, [](std::string& out) {
+    out += "3";
+    return true;
+  }));
+  EXPECT_EQ(texts(env), (std::vector<std::string>{"A=1", "C=3 (if unset)"}));
+}
+
+TEST(EnvList, RendersTemplatesInPlace) {
+  PlaceholderValues values;
+  values[static_cast<size_t>(Placeholder::kNicRdma)] = "mlx5_0";
+  class Fixed : public PlaceholderSource {
+   public:
+    explicit Fixed(const PlaceholderValues& v) : v_(v) {}
+    const std::string& get(Placeholder p) override { return v_[static_cast<size_t>(p)]; }
+
+   private:
+    const PlaceholderValues& v_;
+  } source(values);
+  const CompiledTemplate ucx("{nic_rdma}:1"), netdev("{nic_netdev}");
+  EnvList env;
+  env.add_written("UCX_NET_DEVICES", true,
+                  [&](std::string& out) { return ucx.render_to(source, out); });
+  env.add_written("NCCL_SOCKET_IFNAME", true,
+                  [&](std::string& out) { return netdev.render_to(source, out); });
+  EXPECT_EQ(texts(env), (std::vector<std::string>{"UCX_NET_DEVICES=mlx5_0:1 (if unset)"}));
+}
+
+TEST(EnvList, CopiesAndComparesByContent) {
+  EnvList a{{"X", "1", false}, {"Y", "2", true}};
+  const EnvList b = a;
+  EXPECT_EQ(a, b);
+  a.clear();
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(texts(b), (std::vector<std::string>{"X=1", "Y=2 (if unset)"}))
+      << "the copy owns its text";
+  a.add("X", "1");
+  a.add("Y", "2", false);
+  EXPECT_NE(a, b) << "the flag counts";
+}
+
+}  // namespace
+}  // namespace gpubind
