@@ -9,6 +9,7 @@
 #include "api_convert.h"
 #include "gpubind/planner.h"
 #include "log.h"
+#include "plan_workers.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -150,14 +151,80 @@ std::optional<BinderService::Answer> BinderService::answer_from_cache(
   return Answer{std::move(hit), true};
 }
 
-grpc::Status BinderService::Plan(grpc::ServerContext*, const v1::PlanRequest* request,
-                                 v1::PlanResponse* response) {
-  auto answer = this->answer(*request);
+namespace {
+
+// Every queue of PlanWorkers is a uid's; gRPC's callers are not known by uid, so they share this
+// one (outside the range of real uids).
+constexpr uid_t kGrpcTurn = static_cast<uid_t>(-2);
+
+// The answer's bytes as gRPC slices that borrow them: the entry stays alive until gRPC is done.
+grpc::ByteBuffer borrowed(const BinderService::Answer& answer) {
+  auto* owner = new PlanCache::Entry(answer.bytes);
+  grpc::Slice slices[2] = {
+      grpc::Slice(
+          const_cast<char*>(answer.bytes->data()), answer.bytes->size(),
+          [](void* entry) { delete static_cast<PlanCache::Entry*>(entry); }, owner),
+      grpc::Slice(cached_flag())};
+  return grpc::ByteBuffer(slices, answer.cached ? 2 : 1);
+}
+
+// A call waiting for its plan; finished however it ends, so a call dropped by stopping workers
+// never leaves gRPC waiting.
+struct PendingCall {
+  PendingCall(grpc::ServerUnaryReactor* reactor_, grpc::ByteBuffer* response_)
+      : reactor(reactor_), response(response_) {}
+  PendingCall(const PendingCall&) = delete;
+  PendingCall& operator=(const PendingCall&) = delete;
+
+  grpc::ServerUnaryReactor* reactor;
+  grpc::ByteBuffer* response;
+  v1::PlanRequest request;
+  bool finished = false;
+
+  void finish(const grpc::Status& status) {
+    finished = true;
+    reactor->Finish(status);
+  }
+  ~PendingCall() {
+    if (!finished)
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "gpubindd is stopping"));
+  }
+};
+
+}  // namespace
+
+grpc::Status BinderService::answer_call(const v1::PlanRequest& request,
+                                        grpc::ByteBuffer& response) {
+  auto answer = this->answer(request);
   if (!answer) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, answer.error().message);
-  if (!response->ParseFromString(*answer->bytes))
-    return grpc::Status(grpc::StatusCode::INTERNAL, "answer did not parse");
-  if (answer->cached) response->set_cached(true);
+  response = borrowed(*answer);
   return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* BinderService::Plan(grpc::CallbackServerContext* context,
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto call = std::make_shared<PendingCall>(reactor, response);
+  grpc::ByteBuffer bytes(*request);
+  if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&bytes, &call->request).ok()) {
+    call->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "not a gpubind.v1.PlanRequest"));
+    return reactor;
+  }
+  if (auto cached = answer_from_cache(call->request)) {
+    *response = borrowed(*cached);
+    call->finish(grpc::Status::OK);
+    return reactor;
+  }
+  auto plan = [this, call] { call->finish(answer_call(call->request, *call->response)); };
+  if (!workers_) {
+    plan();
+  } else if (!workers_->submit(kGrpcTurn, plan)) {
+    call->finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "no planner free: too many gRPC plans waiting, or gpubindd is stopping"));
+  }
+  return reactor;
 }
 
 grpc::Status BinderService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,

@@ -15,9 +15,18 @@
 
 namespace gpubind::daemon {
 
-class BinderService final : public v1::Binder::Service {
+class PlanWorkers;
+
+// Plan is served raw (callback API): its answer is the serialized bytes the compact transport
+// sends, shared with the cache, never parsed into a message and serialized again (for a
+// 4096-task plan that cost more than planning it).
+class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Binder::Service> {
  public:
   BinderService(StatePtr state, bool socket_activated);
+
+  // Plans asked over gRPC are made on these workers, all in one turn of their own, so gRPC
+  // clients take turns with the compact protocol's users. Without workers (tests), inline.
+  void plan_on(PlanWorkers* workers) { workers_ = workers; }
 
   StatePtr state() const;
   // A successful reload: new state, new generation (the cache keys on it).
@@ -47,8 +56,9 @@ class BinderService final : public v1::Binder::Service {
   // Cheap enough for the router's own thread, which thus skips the workers for repeated shapes.
   std::optional<Answer> answer_from_cache(const v1::PlanRequest& request);
 
-  grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
-                    v1::PlanResponse* response) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
   grpc::Status GetTopology(grpc::ServerContext* context, const v1::GetTopologyRequest* request,
                            v1::GetTopologyResponse* response) override;
   grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest* request,
@@ -56,6 +66,8 @@ class BinderService final : public v1::Binder::Service {
 
  private:
   Error refuse(const std::string& why, const v1::PlanRequest& request);
+  // Answers `request` into `response`: the status to finish the call with.
+  grpc::Status answer_call(const v1::PlanRequest& request, grpc::ByteBuffer& response);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;
@@ -72,6 +84,7 @@ class BinderService final : public v1::Binder::Service {
   std::atomic<uint64_t> cache_hits_{0};
   std::atomic<int> in_flight_{0};
   std::chrono::milliseconds answer_delay_{0};
+  PlanWorkers* workers_ = nullptr;
 };
 
 // Resident set size of this process, in bytes (0 if unknown).

@@ -300,6 +300,8 @@ int serve(const Options& options) {
   }
 
   BinderService service(*state, activated);
+  PlanWorkers workers({}, give_back_free_memory);
+  service.plan_on(&workers);
   if (options.answer_delay.count() > 0) {
     log::warning("--delay-answers: every Plan answer is held " +
                  std::to_string(options.answer_delay.count()) + " ms (fault testing)");
@@ -320,7 +322,6 @@ int serve(const Options& options) {
     log::error("cannot start the gRPC server");
     return 1;
   }
-  PlanWorkers workers({}, give_back_free_memory);
   Router router(service, workers, {});
   if (auto status = router.start(listen_fd, server.get()); !status) {
     log::error("cannot start: " + status.error().message);

@@ -426,6 +426,60 @@ TEST_F(DaemonTest, RepeatedCompactRequestsAreAnsweredFromTheCache) {
   EXPECT_EQ(status->cache_hits, 1u);
 }
 
+// gRPC's Plan calls are planned on the daemon's workers, all gRPC callers in one turn: at most two
+// run at once, whatever a tool or a hostile client sends, while a job step's compact request
+// (its own turn) is served beside them. Every answer is held 300 ms (--delay-answers), so six
+// gRPC calls take three rounds.
+TEST_F(DaemonTest, GrpcPlansTakeTurnsWithJobSteps) {
+  start({"--delay-answers", "300"});
+  const auto began = std::chrono::steady_clock::now();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&, i] {
+      client::BinderClient own(socket_);
+      PlanRequest request;
+      request.ntasks = 8;
+      if (own.plan(request, {static_cast<uint64_t>(100 + i), 0}, 10s)) ++answered;
+    });
+  }
+  protocol::StepRequest step;
+  step.ntasks = 8;
+  auto bytes = protocol::encode_request(step);
+  ASSERT_TRUE(bytes);
+  auto compact = protocol::exchange(socket_, *bytes, 5000);
+  EXPECT_TRUE(compact) << compact.error().message;
+  for (std::thread& caller : callers)
+    caller.join();
+  EXPECT_EQ(answered, 6);
+  EXPECT_GE(std::chrono::steady_clock::now() - began, 900ms)
+      << "six held gRPC plans ran more than two at a time";
+}
+
+// gRPC plans still waiting for a worker when the daemon stops are answered (UNAVAILABLE), not
+// left to hang their callers or the daemon's exit.
+TEST_F(DaemonTest, StoppingAnswersGrpcPlansStillWaiting) {
+  start({"--delay-answers", "1000"});
+  std::atomic<int> returned{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&, i] {
+      client::BinderClient own(socket_);
+      PlanRequest request;
+      request.ntasks = 8;
+      (void)own.plan(request, {static_cast<uint64_t>(200 + i), 0}, 30s);
+      ++returned;
+    });
+  }
+  std::this_thread::sleep_for(300ms);  // the first two hold workers, the others wait
+  const auto stopping = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon_.stop(SIGTERM), 0) << daemon_.log();
+  for (std::thread& caller : callers)
+    caller.join();
+  EXPECT_EQ(returned, 6);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 15s) << "no caller waited for its timeout";
+}
+
 // The plugin's path for MIG instances and a PVC task's Level Zero hierarchy: both reach the
 // daemon and come back in the plan.
 TEST_F(DaemonTest, MigTokensAndZeHierarchyTravelTheCompactProtocol) {
