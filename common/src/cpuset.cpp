@@ -260,6 +260,12 @@ bool CpuSet::operator==(const CpuSet& other) const {
 
 std::string CpuSet::to_list() const {
   std::string text;
+  append_list(text);
+  return text;
+}
+
+void CpuSet::append_list(std::string& text) const {
+  const size_t start = text.size();
   char number[16];
   auto append = [&](int value) {
     const auto [end, ec] = std::to_chars(number, number + sizeof number, value);
@@ -268,7 +274,7 @@ std::string CpuSet::to_list() const {
   int run_start = -1, previous = -2;
   auto close_run = [&] {
     if (run_start < 0) return;
-    if (!text.empty()) text.push_back(',');
+    if (text.size() > start) text.push_back(',');
     append(run_start);
     if (previous > run_start) {
       text.push_back('-');
@@ -283,7 +289,6 @@ std::string CpuSet::to_list() const {
     previous = cpu;
   });
   close_run();
-  return text;
 }
 
 std::string CpuSet::to_mask() const {

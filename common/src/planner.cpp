@@ -88,7 +88,10 @@ int shared_pci_bridges(const Place& a, const Place& b) {
 struct DomainSizes {
   std::vector<int> l3, numa, package;
 
-  explicit DomainSizes(const Topology& topo) {
+  explicit DomainSizes(const Topology& topo)
+      : l3(std::max(topo.l3_count, 0)),
+        numa(std::max(topo.numa_count, 0)),
+        package(std::max(topo.package_count, 0)) {
     auto grow = [](std::vector<int>& sizes, int index, int pus) {
       if (index < 0) return;
       if (index >= static_cast<int>(sizes.size())) sizes.resize(index + 1, 0);
@@ -152,7 +155,7 @@ class Planner {
 
   int cores_wanted_per_task();
   std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
-  void give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
+  void give_chunks_to_tasks(std::vector<std::vector<int>> chunks,
                             const std::vector<int>& tasks_per_chunk);
   std::vector<Range> split(const Region& cores, const std::vector<int>& weights) const;
   void distribute(const Region& cores, int begin, int end, int tasks, int level,
@@ -371,6 +374,7 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
     ++free_in_domain[domain[g]];
   std::vector<bool> taken(count, false);
   auto grow = [&](std::vector<int>& chunk, int seed, int size, bool same_domain) {
+    chunk.reserve(size);
     chunk.push_back(seed);
     taken[seed] = true;
     --free_in_domain[domain[seed]];
@@ -413,7 +417,7 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
 }
 
 // Consecutive ranks share a chunk; a chunk of one GPU with tiles hands each sharer its tiles.
-void Planner::give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
+void Planner::give_chunks_to_tasks(std::vector<std::vector<int>> chunks,
                                    const std::vector<int>& tasks_per_chunk) {
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
@@ -422,7 +426,7 @@ void Planner::give_chunks_to_tasks(const std::vector<std::vector<int>>& chunks,
     const int sharers = std::min(tasks_per_chunk[c], ntasks_ - rank);
     const int tiles = chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].gpu].tiles : 0;
     for (int j = 0; j < sharers; ++j, ++rank) {
-      task_gpus_[rank] = chunks[c];
+      task_gpus_[rank] = j + 1 < sharers ? chunks[c] : std::move(chunks[c]);
       if (sharers > 1 && tiles > 1) task_tiles_[rank] = j * tiles / sharers;
     }
   }
@@ -1090,14 +1094,23 @@ struct NodeValues {
   std::string ccl_worker_affinity;
 };
 
-// Joins the non-empty results of `field` over NIC indices.
+// Appends the non-empty results of `field` over NIC indices to `text`, comma-separated.
+template <class Field>
+void append_nics(const Topology& topo, const std::vector<int>& nics, Field field,
+                 std::string& text) {
+  const size_t start = text.size();
+  for (int n : nics) {
+    const std::string item = field(topo.nics[n]);
+    if (item.empty()) continue;
+    if (text.size() > start) text.push_back(',');
+    text += item;
+  }
+}
+
 template <class Field>
 std::string join_nics(const Topology& topo, const std::vector<int>& nics, Field field) {
   std::string text;
-  for (int n : nics) {
-    const std::string item = field(topo.nics[n]);
-    if (!item.empty()) text += (text.empty() ? "" : ",") + item;
-  }
+  append_nics(topo, nics, field, text);
   return text;
 }
 
@@ -1169,32 +1182,51 @@ class TaskPlaceholders : public PlaceholderSource {
   const std::string& get(Placeholder p) override {
     const size_t i = static_cast<size_t>(p);
     if (!done_[i]) {
-      values_[i] = compute(p);
+      // Written into the last task's string: its room is reused, task after task.
+      values_[i].clear();
+      compute(p, values_[i]);
       done_[i] = true;
     }
     return values_[i];
   }
 
  private:
-  std::string join_gpus(bool pci) const {
-    std::string text;
+  void append_gpus(bool pci, std::string& text) const {
     for (const TaskGpu& gpu : task_->gpus) {
       const std::string& item = pci ? gpu.pci : gpu.token;
       if (item.empty()) continue;  // a MIG instance has no bus id here
       if (!text.empty()) text.push_back(',');
       text += item;
     }
-    return text;
   }
 
-  std::string compute(Placeholder p) const {
+  // `out` is empty on entry.
+  void compute(Placeholder p, std::string& out) const {
+    auto nics = [&](auto field) { append_nics(topo_, task_->nics, field, out); };
+    switch (p) {
+      case Placeholder::kGpus:
+        return append_gpus(false, out);
+      case Placeholder::kGpuPci:
+        return append_gpus(true, out);
+      case Placeholder::kNics:
+        return nics([](const Nic& n) { return n.name; });
+      case Placeholder::kNicsNetdev:
+        return nics([](const Nic& n) { return n.netdev; });
+      case Placeholder::kNicsRdma:
+        return nics([](const Nic& n) { return n.rdma; });
+      case Placeholder::kNicsUcx:
+        return nics([](const Nic& n) { return n.rdma.empty() ? n.netdev : n.rdma + ":1"; });
+      case Placeholder::kCpus:
+        return task_->cpus.append_list(out);
+      default:
+        out = value_of(p);
+    }
+  }
+
+  std::string value_of(Placeholder p) const {
     const Nic* nic = task_->nic >= 0 ? &topo_.nics[task_->nic] : nullptr;
     auto number_if = [](bool ok, int n) { return ok ? std::to_string(n) : std::string(); };
     switch (p) {
-      case Placeholder::kGpus:
-        return join_gpus(false);
-      case Placeholder::kGpuPci:
-        return join_gpus(true);
       case Placeholder::kNgpus:
         return number_if(!task_->gpus.empty(), task_->gpus.size());
       case Placeholder::kNic:
@@ -1207,15 +1239,6 @@ class TaskPlaceholders : public PlaceholderSource {
         return number_if(nic, nic ? nic_ordinal(*nic) : 0);
       case Placeholder::kNicMapping:
         return nic ? node_.nic_mapping : "";
-      case Placeholder::kNics:
-        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.name; });
-      case Placeholder::kNicsNetdev:
-        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.netdev; });
-      case Placeholder::kNicsRdma:
-        return join_nics(topo_, task_->nics, [](const Nic& n) { return n.rdma; });
-      case Placeholder::kNicsUcx:
-        return join_nics(topo_, task_->nics,
-                         [](const Nic& n) { return n.rdma.empty() ? n.netdev : n.rdma + ":1"; });
       case Placeholder::kNodeNics:
         return node_.node_nics;
       case Placeholder::kNodeNicsNetdev:
@@ -1226,8 +1249,6 @@ class TaskPlaceholders : public PlaceholderSource {
         return std::to_string(omp_threads());
       case Placeholder::kCclWorkerAffinity:
         return node_.ccl_worker_affinity;
-      case Placeholder::kCpus:
-        return task_->cpus.to_list();
       case Placeholder::kCpuMask:
         return task_->cpus.to_mask();
       case Placeholder::kNcpus:
@@ -1242,7 +1263,7 @@ class TaskPlaceholders : public PlaceholderSource {
         return std::to_string(task_->rank);
       case Placeholder::kNtasks:
         return std::to_string(ntasks_);
-      case Placeholder::kCount:
+      default:  // written by compute()
         break;
     }
     return "";

@@ -122,5 +122,15 @@ TEST(CpuSet, RangesMatchSettingEachCpu) {
   EXPECT_EQ(clipped.last(), CpuSet::kMaxCpu);
 }
 
+// The planner writes CPU lists straight after other text (a variable's name, an earlier value).
+TEST(CpuSet, AppendsItsListToText) {
+  std::string text = "CPUS=";
+  CpuSet::of({0, 1, 2, 5, 7, 8}).append_list(text);
+  EXPECT_EQ(text, "CPUS=0-2,5,7-8") << "no comma before the first range, however long the text";
+  CpuSet().append_list(text);
+  EXPECT_EQ(text, "CPUS=0-2,5,7-8") << "the empty set adds nothing";
+  EXPECT_EQ(CpuSet::of({3}).to_list(), "3");
+}
+
 }  // namespace
 }  // namespace gpubind

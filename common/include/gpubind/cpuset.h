@@ -46,8 +46,9 @@ class CpuSet {
   bool is_subset_of(const CpuSet& other) const;
   bool operator==(const CpuSet& other) const;
 
-  std::string to_list() const;  // "49-55"; "" when empty
-  std::string to_mask() const;  // "0xfe000000000000"; "0x0" when empty
+  std::string to_list() const;               // "49-55"; "" when empty
+  void append_list(std::string& out) const;  // to_list() appended to `out`
+  std::string to_mask() const;               // "0xfe000000000000"; "0x0" when empty
 
   template <class F>
   void for_each(F&& fn) const {
