@@ -48,12 +48,16 @@ Error rpc_error(const std::string& socket_path, const grpc::Status& status) {
     case grpc::StatusCode::INVALID_ARGUMENT:
       what = "request refused";
       break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      what = "the request does not fit the daemon's topology";
+      break;
     default:
       what = "call failed (gRPC code " + std::to_string(status.error_code()) + ")";
   }
   Error error =
       make_error("gpubindd at " + socket_path + ": " + what + ": " + status.error_message());
   error.invalid_input = status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+  error.node_mismatch = status.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
   return error;
 }
 

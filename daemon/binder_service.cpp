@@ -84,17 +84,27 @@ void BinderService::Answer::append_to(std::string& out) const {
   if (cached) out += cached_flag();
 }
 
-Error BinderService::refuse(const std::string& why, const v1::PlanRequest& request) {
+Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
   ++errors_;
   // Whatever a message quotes of the request, a client gets it back in bounds (a gRPC status
   // past its metadata limit would arrive as RESOURCE_EXHAUSTED instead of the reason).
   constexpr size_t kMaxReason = 1024;
-  const std::string reason =
-      why.size() <= kMaxReason ? why : why.substr(0, kMaxReason) + "... (reason cut)";
-  log::debug("refused plan for job " + std::to_string(request.job_id()) + " step " +
-             std::to_string(request.step_id()) + ": " + reason);
+  const std::string reason = why.message.size() <= kMaxReason
+                                 ? why.message
+                                 : why.message.substr(0, kMaxReason) + "... (reason cut)";
+  const std::string step =
+      "job " + std::to_string(request.job_id()) + " step " + std::to_string(request.step_id());
   Error error = make_error(reason);
-  error.invalid_input = true;
+  if (why.node_mismatch) {
+    // The daemon's node view is likely stale: the plugin plans in-process from the live node.
+    static log::RateLimited said;
+    said.write(log::Level::kWarning, step + " does not fit this daemon's topology (" + reason +
+                                         "); if the node changed, reload gpubindd");
+    error.node_mismatch = true;
+  } else {
+    log::debug("refused plan for " + step + ": " + reason);
+    error.invalid_input = true;
+  }
   return error;
 }
 
@@ -125,9 +135,9 @@ Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& reque
     }
   }
   auto planner_request = api::request_from_proto(request);
-  if (!planner_request) return refuse(planner_request.error().message, request);
+  if (!planner_request) return refuse(planner_request.error(), request);
   auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
-  if (!plan) return refuse(plan.error().message, request);
+  if (!plan) return refuse(plan.error(), request);
   auto bytes = std::make_shared<const std::string>(serialized_response(*plan, *state));
   if (!request.bypass_cache()) cache_.insert(key, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
@@ -196,7 +206,11 @@ struct PendingCall {
 grpc::Status BinderService::answer_call(const v1::PlanRequest& request,
                                         grpc::ByteBuffer& response) {
   auto answer = this->answer(request);
-  if (!answer) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, answer.error().message);
+  if (!answer) {
+    return grpc::Status(answer.error().node_mismatch ? grpc::StatusCode::FAILED_PRECONDITION
+                                                     : grpc::StatusCode::INVALID_ARGUMENT,
+                        answer.error().message);
+  }
   response = borrowed(*answer);
   return grpc::Status::OK;
 }

@@ -65,7 +65,9 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
                          v1::GetStatusResponse* response) override;
 
  private:
-  Error refuse(const std::string& why, const v1::PlanRequest& request);
+  // Why `request` gets no plan: its own fault (invalid_input), or it does not fit the daemon's
+  // view of the node (node_mismatch, logged as a warning).
+  Error refuse(const Error& why, const v1::PlanRequest& request);
   // Answers `request` into `response`: the status to finish the call with.
   grpc::Status answer_call(const v1::PlanRequest& request, grpc::ByteBuffer& response);
 

@@ -64,7 +64,11 @@ std::string answer_frame(const std::string& body, BinderService& service) {
   if (!request.ParseFromString(body))
     return frame(compact::kStatusRefused, "not a gpubind.v1.PlanRequest");
   auto answer = service.answer(request);
-  if (!answer) return frame(compact::kStatusRefused, answer.error().message);
+  if (!answer) {
+    return frame(
+        answer.error().node_mismatch ? compact::kStatusNodeMismatch : compact::kStatusRefused,
+        answer.error().message);
+  }
   return plan_frame(*answer);
 }
 

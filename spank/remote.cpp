@@ -140,7 +140,9 @@ Result<StepPlan> ask_daemon(const StepRequest& request) {
     refused.untrusted = true;
     answer = refused;
   }
-  if (answer.error().untrusted) slurm_error("gpubind: %s", answer.error().message.c_str());
+  // An administrator's matter: who serves the socket, or a daemon whose node view is stale.
+  if (answer.error().untrusted || answer.error().node_mismatch)
+    slurm_error("gpubind: %s", answer.error().message.c_str());
   return answer.error();
 }
 

@@ -59,6 +59,13 @@ int gpu_with_bus_id(const Topology& topology, const std::string& bus_id) {
   return -1;
 }
 
+// A request naming CPUs or GPUs this topology does not have.
+Error node_mismatch(std::string message) {
+  Error error = make_error(std::move(message));
+  error.node_mismatch = true;
+  return error;
+}
+
 // Where a task or device sits, for distances.
 struct Place {
   const std::vector<int>* pci_path = nullptr;  // devices only
@@ -271,6 +278,10 @@ Status Planner::find_usable_cores() {
     usable_.push_back(usable);
   }
   if (usable_.empty()) {
+    if (!allowed.empty() && !allowed.intersects(all)) {
+      return node_mismatch("none of the step's CPUs (" + allowed.to_list() +
+                           ") is in the node's topology (" + all.to_list() + ")");
+    }
     std::string step = "CPUs " + (allowed & all).to_list();
     if (request_.allowed_cores) step += " on cores " + request_.allowed_cores->to_list();
     // Only the reserved CPUs the step holds: the node's whole reserved list says nothing here.
@@ -325,14 +336,15 @@ Status Planner::resolve_step_gpus() {
   for (StepGpu& gpu : step_gpus_) {
     if (gpu.pci.empty()) continue;
     const int found = gpu_with_bus_id(topo_, gpu.pci);
-    if (found < 0) return make_error("no GPU of this node has PCI bus id '" + gpu.pci + "'");
+    if (found < 0) return node_mismatch("no GPU of this node has PCI bus id '" + gpu.pci + "'");
     gpu.gpu = found;
   }
   std::vector<bool> seen(topo_.gpus.size(), false);
   for (const StepGpu& gpu : step_gpus_) {
-    if (gpu.gpu < 0 || gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
-      return make_error("GPU " + std::to_string(gpu.gpu) + " does not exist (the node has " +
-                        std::to_string(topo_.gpus.size()) + " GPUs)");
+    if (gpu.gpu < 0) return make_error("GPU index " + std::to_string(gpu.gpu) + " is negative");
+    if (gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
+      return node_mismatch("GPU " + std::to_string(gpu.gpu) + " does not exist (the node has " +
+                           std::to_string(topo_.gpus.size()) + " GPUs)");
     }
     if (seen[gpu.gpu]) return make_error("GPU " + std::to_string(gpu.gpu) + " is listed twice");
     if (gpu.token.empty())

@@ -124,6 +124,12 @@ Result<std::string> exchange(const std::string& socket_path, const std::string& 
       refused.invalid_input = true;
       return refused;
     }
+    case compact::kStatusNodeMismatch: {
+      Error mismatch =
+          make_error(where + ": the step does not fit the daemon's topology: " + answer);
+      mismatch.node_mismatch = true;
+      return mismatch;
+    }
     case compact::kStatusUnsupportedVersion:
       return make_error(where + ": speaks another protocol version (" + answer + ")");
     default:

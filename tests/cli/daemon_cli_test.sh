@@ -49,7 +49,8 @@ if [[ -s "$tmp/online.svg" ]] && cmp -s "$tmp/offline.svg" "$tmp/online.svg"; th
 fi
 out=$("$ctl" --socket "$socket" plan --ntasks 1 --gpus 9 2>&1)
 rc=$?
-[[ $rc -eq 2 && "$out" == *"request refused: GPU 9 does not exist"* ]] && ok "plan refused" || bad "plan refused: $rc $out"
+[[ $rc -eq 2 && "$out" == *"does not fit the daemon's topology: GPU 9 does not exist"* ]] && ok "plan refused" ||
+  bad "plan refused: $rc $out"
 
 status=$("$ctl" --socket "$socket" status --json)
 if grep -q '"policy_generation":1' <<<"$status" && grep -q '"requests":' <<<"$status" &&

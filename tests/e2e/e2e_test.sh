@@ -294,6 +294,20 @@ check_tasks "daemon hung (SIGSTOP): fallback binds" 2
 run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
 [[ "$out" == *"[daemon]"* ]] && ok "daemon back: plans come from it again" || bad "daemon back" "$out"
 
+# A daemon whose node view is stale (its topology has one GPU; Slurm gives the step GPUs 0 and 1):
+# not the step's fault. The plugin plans from the site's topology, says why, and slurmd logs it.
+"$cluster" daemon stop "$dir"
+python3 "$here/make_node_topology.py" "$dir/etc/one-gpu.xml" --gpus 1 --nics 2 || bad "one-GPU topology"
+"$cluster" daemon start "$dir" --topology "$dir/etc/one-gpu.xml"
+run srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose "$check" --json
+check_tasks "stale daemon topology: the fallback binds" 2
+[[ "$out" == *"does not fit the daemon's topology: GPU 1 does not exist"* && "$out" == *"[fallback]"* ]] &&
+  ok "stale daemon topology: planned in-process, the user is told why" || bad "stale topology" "$out"
+grep -q "does not fit the daemon's topology" "$dir"/log/slurmd-*.log &&
+  ok "stale daemon topology: slurmd's log says so" || bad "stale topology not in slurmd's log"
+"$cluster" daemon stop "$dir"
+"$cluster" daemon start "$dir"
+
 # --- nothing left behind -------------------------------------------------------------------------
 e2e_no_node_drained
 e2e_finish

@@ -238,7 +238,13 @@ TEST_F(DaemonTest, InvalidAndOversizedRequestsAreRefusedWhileServingGoesOn) {
   PlanRequest unknown_gpu;
   unknown_gpu.ntasks = 1;
   unknown_gpu.gpus = std::vector<StepGpu>{{9, "9"}};
-  expect_refused(unknown_gpu, "GPU 9 does not exist");
+  auto mismatch = client().plan(unknown_gpu, {}, 2s);
+  ASSERT_FALSE(mismatch);
+  EXPECT_TRUE(mismatch.error().node_mismatch) << "not the request's fault: the node view's";
+  EXPECT_NE(
+      mismatch.error().message.find("does not fit the daemon's topology: GPU 9 does not exist"),
+      std::string::npos)
+      << mismatch.error().message;
   PlanRequest reserved_only;
   reserved_only.ntasks = 1;
   reserved_only.allowed_cpus = CpuSet::of({0, 8});
@@ -554,11 +560,28 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
       << "the daemon names each GPU's domain";
 
   // Refusals carry the reason and are marked as the request's fault.
-  step.gpus.push_back({9, "9"});
-  auto refused = protocol::ask_daemon(socket_, step, 1000);
+  protocol::StepRequest twice = step;
+  twice.gpus.push_back(twice.gpus.front());
+  auto refused = protocol::ask_daemon(socket_, twice, 1000);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(refused.error().invalid_input);
-  EXPECT_NE(refused.error().message.find("GPU 9 does not exist"), std::string::npos);
+  EXPECT_FALSE(refused.error().node_mismatch);
+  EXPECT_NE(refused.error().message.find("is listed twice"), std::string::npos);
+  // A GPU the daemon's topology lacks is not the request's fault: the daemon's node view may be
+  // stale (the plugin then plans from the live node). Over gRPC too.
+  step.gpus.push_back({9, "9"});
+  auto mismatch = protocol::ask_daemon(socket_, step, 1000);
+  ASSERT_FALSE(mismatch);
+  EXPECT_TRUE(mismatch.error().node_mismatch);
+  EXPECT_FALSE(mismatch.error().invalid_input);
+  EXPECT_NE(
+      mismatch.error().message.find("does not fit the daemon's topology: GPU 9 does not exist"),
+      std::string::npos)
+      << mismatch.error().message;
+  auto grpc_mismatch = client().plan(*api::request_from_proto(api_request(step)), {}, 2s);
+  ASSERT_FALSE(grpc_mismatch);
+  EXPECT_TRUE(grpc_mismatch.error().node_mismatch) << grpc_mismatch.error().message;
+  EXPECT_FALSE(grpc_mismatch.error().invalid_input);
   auto garbage = protocol::exchange(socket_, std::string("\x0a\xff\xff", 3), 1000);
   ASSERT_FALSE(garbage);
   EXPECT_TRUE(garbage.error().invalid_input);
@@ -568,7 +591,7 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
   auto status = client().status(2s);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->requests, 2u);
-  EXPECT_EQ(status->errors, 1u) << "the undecodable request never reached the planner";
+  EXPECT_EQ(status->errors, 3u) << "the undecodable request never reached the planner";
 }
 
 // A socket where every user may write is said at once: the plugin will not trust it.

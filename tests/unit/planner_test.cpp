@@ -451,6 +451,39 @@ TEST(PlannerErrors, BadRequestsAreRefusedWithAReason) {
   expect_error(r, "cpus-per-task must not be negative");
 }
 
+// What the planner's node view lacks is told apart from a bad request: the daemon's topology may
+// be stale, and the plugin then plans from the live node instead of failing the step.
+TEST(PlannerErrors, StepsThatDoNotFitTheNodeViewAreNodeMismatches) {
+  const Topology& t = fixture("lumi-g");
+  auto error_of = [&](const PlanRequest& request) {
+    auto plan = make_plan(t, lumi_policy(), request);
+    EXPECT_FALSE(plan);
+    return plan ? Error{} : plan.error();
+  };
+  PlanRequest r = tasks(1);
+  r.gpus = std::vector<StepGpu>{{8, "8"}};
+  EXPECT_TRUE(error_of(r).node_mismatch) << "a GPU past the node's";
+  r.gpus = std::vector<StepGpu>{{0, "0", "0000:99:00.0"}};
+  EXPECT_TRUE(error_of(r).node_mismatch) << "a bus id no GPU has";
+  r = tasks(1);
+  r.allowed_cpus = CpuSet::of({200, 201});
+  const Error none = error_of(r);
+  EXPECT_TRUE(none.node_mismatch) << "no CPU of the step on the node";
+  EXPECT_NE(none.message.find("none of the step's CPUs (200-201)"), std::string::npos)
+      << none.message;
+
+  // The request's own faults.
+  r = tasks(1);
+  r.gpus = std::vector<StepGpu>{{1, "0"}, {1, "1"}};
+  EXPECT_FALSE(error_of(r).node_mismatch) << "a GPU listed twice";
+  r.gpus = std::vector<StepGpu>{{-1, "0"}};
+  EXPECT_FALSE(error_of(r).node_mismatch) << "a negative index";
+  r = tasks(1);
+  r.allowed_cpus = CpuSet::of({0, 8});
+  EXPECT_FALSE(error_of(r).node_mismatch) << "only reserved CPUs: the policy's, on this node";
+  EXPECT_FALSE(error_of(tasks(0)).node_mismatch);
+}
+
 TEST(PlannerErrors, CpusOutsideTheTopologyAreIgnoredWithAWarning) {
   PlanRequest r = tasks(1);
   r.allowed_cpus = CpuSet::of({1, 2, 500});

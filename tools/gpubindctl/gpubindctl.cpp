@@ -258,7 +258,9 @@ int run_plan(const Args& args) {
     return fail("--time applies offline only (with --topology)");
   auto planned = offline(args) ? plan_offline(args, *request) : plan_from_daemon(args, *request);
   if (!planned) {
-    const bool bad_input = offline(args) || planned.error().invalid_input;
+    // A GPU or CPU the daemon's node lacks is, here, one the command line named.
+    const bool bad_input =
+        offline(args) || planned.error().invalid_input || planned.error().node_mismatch;
     return fail(planned.error().message, bad_input ? kExitBadInput : kExitFailed);
   }
   if (auto svg = args.get("svg")) {

@@ -11,6 +11,10 @@ struct Error {
   std::string message;
   // The request itself is at fault (as opposed to a failure in serving it).
   bool invalid_input = false;
+  // The request names CPUs or GPUs that this view of the node lacks (a topology that is stale,
+  // from another node, or read before a driver came up): another view, such as the live node's,
+  // may plan it. Never set together with invalid_input.
+  bool node_mismatch = false;
   // Whoever answered failed a trust check (who serves the socket, or what it answered): not the
   // request's fault, and worth an administrator's attention.
   bool untrusted = false;

@@ -34,8 +34,10 @@ Status check_socket_path(const std::string& socket_path, const TrustedServer& tr
 
 // Sends one framed request to the daemon at `socket_path` and returns the answer's payload. Never
 // blocks past `timeout_ms`. A request the daemon refuses fails with Error::invalid_input set (the
-// in-process planner would refuse it too); a server that fails `trust` with Error::untrusted set;
-// every other failure, an unknown answer status included, means "no daemon".
+// in-process planner would refuse it too); one that does not fit the daemon's topology with
+// Error::node_mismatch set (the live node may plan it); a server that fails `trust` with
+// Error::untrusted set; every other failure, an unknown answer status included, means "no
+// daemon".
 Result<std::string> exchange(const std::string& socket_path, const std::string& request,
                              int timeout_ms, const TrustedServer& trust = {});
 

@@ -6,8 +6,9 @@
 //
 //   request:  "GPUBIND" | u8 version | u32 length (little-endian) | gpubind.v1.PlanRequest
 //   answer:   u8 status | u32 length (little-endian) | gpubind.v1.PlanResponse (kStatusPlan),
-//             or a text: why the request was refused (kStatusRefused), or which versions the
-//             daemon speaks (kStatusUnsupportedVersion)
+//             or a text: why the request was refused (kStatusRefused), what it names that the
+//             daemon's topology lacks (kStatusNodeMismatch), or which versions the daemon
+//             speaks (kStatusUnsupportedVersion)
 //
 // Fields a side does not know are skipped by protobuf's rules: a newer plugin and an older daemon
 // still agree. A frame version a daemon does not speak is answered kStatusUnsupportedVersion, and
@@ -34,6 +35,10 @@ inline constexpr uint32_t kMaxAnswerBytes = 16 * 1024 * 1024;
 inline constexpr uint8_t kStatusPlan = 0;
 inline constexpr uint8_t kStatusRefused = 1;
 inline constexpr uint8_t kStatusUnsupportedVersion = 2;
+// The request names CPUs or GPUs the daemon's topology lacks (text: which): the client may plan
+// from another view of the node. An older plugin reads this unknown status as "no daemon", and
+// falls back just the same.
+inline constexpr uint8_t kStatusNodeMismatch = 3;
 
 // The u32 little-endian lengths of both frames.
 inline void put_length(char* out, uint32_t length) {
