@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "gpubind/planner.h"
 #include "gpubind/protocol/limits.h"
@@ -25,6 +28,18 @@ v1::PlanRequest request_to_proto(const PlanRequest& request);
 // With the topology the plan was made on, each GPU names its locality ("L3 6").
 void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* topology = nullptr);
 Plan plan_from_proto(const v1::PlanResponse& proto);
+
+// PlanResponse's fields beside the plan.
+struct ResponseFields {
+  uint64_t policy_generation = 0;
+  uint64_t topology_generation = 0;
+  std::string_view hostname;
+};
+// The serialized PlanResponse of plan_to_proto(plan, topology) with `fields`, byte for byte, but
+// written straight from the plan (a 4096-task answer built as messages first cost more than
+// planning it).
+std::string serialize_plan(const Plan& plan, const Topology* topology,
+                           const ResponseFields& fields);
 
 void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto);
 Topology topology_from_proto(const v1::GetTopologyResponse& proto);

@@ -23,10 +23,7 @@ Result<std::string> plan_here(const void* bytes, size_t size,
   if (!node) return node.error();
   auto plan = make_plan(node->topology, node->policy, *request);
   if (!plan) return plan.error();
-  v1::PlanResponse response;
-  plan_to_proto(*plan, response, &node->topology);
-  response.set_hostname(node->topology.hostname);
-  return response.SerializeAsString();
+  return serialize_plan(*plan, &node->topology, {.hostname = node->topology.hostname});
 }
 
 }  // namespace gpubind::api

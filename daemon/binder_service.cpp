@@ -26,21 +26,6 @@ class InFlight {
   std::atomic<int>& counter_;
 };
 
-// The plan as a serialized PlanResponse. Its messages live in one arena: a 4096-task plan is
-// ~50,000 of them, and allocating and freeing each would cost more than planning.
-std::string serialized_response(const Plan& plan, const DaemonState& state) {
-  google::protobuf::ArenaOptions options;
-  options.start_block_size = 64 << 10;
-  options.max_block_size = 1 << 20;
-  google::protobuf::Arena arena(options);
-  auto* response = google::protobuf::Arena::CreateMessage<v1::PlanResponse>(&arena);
-  api::plan_to_proto(plan, *response, &state.node.topology);
-  response->set_policy_generation(state.policy_generation);
-  response->set_topology_generation(state.topology_generation);
-  response->set_hostname(state.node.topology.hostname);
-  return response->SerializeAsString();
-}
-
 }  // namespace
 
 BinderService::BinderService(StatePtr state, bool socket_activated)
@@ -138,7 +123,9 @@ Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& reque
   if (!planner_request) return refuse(planner_request.error(), request);
   auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
   if (!plan) return refuse(plan.error(), request);
-  auto bytes = std::make_shared<const std::string>(serialized_response(*plan, *state));
+  auto bytes = std::make_shared<const std::string>(api::serialize_plan(
+      *plan, &state->node.topology,
+      {state->policy_generation, state->topology_generation, state->node.topology.hostname}));
   if (!request.bypass_cache()) cache_.insert(key, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +

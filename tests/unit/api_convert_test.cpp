@@ -46,6 +46,54 @@ TEST(ApiConvert, PlanRoundTripsExactly) {
   EXPECT_EQ(back.tasks[1].gpus[0].tile, 1);
 }
 
+// The daemon writes its answers straight from the plan: they must be the very bytes libprotobuf
+// makes of plan_to_proto's message, for every kind of field (tiles and negative numbers, MIG
+// tokens without a node GPU, NIC lists, empty and non-empty warnings, large plans).
+TEST(ApiConvert, SerializedPlansAreLibprotobufsBytes) {
+  struct Case {
+    const char* fixture;
+    PlanRequest request;
+    bool with_topology;
+  };
+  std::vector<Case> cases;
+  for (const char* name :
+       {"lumi-g", "aurora-pvc", "dgx-h100", "mi300a-tpx", "a100-pcionly", "workstation-mixed"}) {
+    for (int n : {1, 3, 8, 12, 64, 300}) {
+      PlanRequest request;
+      request.ntasks = n;
+      cases.push_back({name, request, n % 2 == 0});
+    }
+  }
+  PlanRequest mig;
+  mig.ntasks = 3;
+  mig.unplaced_gpus = {"MIG-aaaa", "MIG-bbbb"};
+  cases.push_back({"dgx-h100", mig, true});
+  PlanRequest none;
+  none.ntasks = 2;
+  none.gpus = std::vector<StepGpu>{};
+  cases.push_back({"lumi-g", none, true});
+  PlanRequest big;
+  big.ntasks = kMaxTasks;
+  cases.push_back({"dgx-h100", big, true});
+
+  for (const Case& c : cases) {
+    const Topology& t = fixture(c.fixture);
+    auto plan = make_plan(t, testing::lumi_policy(), c.request);
+    ASSERT_TRUE(plan) << c.fixture << " " << plan.error().message;
+    plan->warnings.push_back("");
+    plan->warnings.push_back("a warning");
+    const Topology* topology = c.with_topology ? &t : nullptr;
+    v1::PlanResponse proto;
+    api::plan_to_proto(*plan, proto, topology);
+    proto.set_policy_generation(7);
+    proto.set_topology_generation(300);
+    proto.set_hostname("node-1");
+    const std::string bytes = api::serialize_plan(*plan, topology, {7, 300, "node-1"});
+    EXPECT_EQ(bytes, proto.SerializeAsString()) << c.fixture << " ntasks " << c.request.ntasks;
+  }
+  EXPECT_EQ(api::serialize_plan(Plan{}, nullptr, {}), v1::PlanResponse().SerializeAsString());
+}
+
 TEST(ApiConvert, RequestRoundTripsAndDefaultsStayUnset) {
   const PlanRequest request = testing::request_with_every_field();
   auto back = api::request_from_proto(api::request_to_proto(request));
