@@ -8,14 +8,12 @@
 #include <cstring>
 #include <string>
 
-#include "answer_check.h"
 #include "gpubind/affinity.h"
 #include "gpubind/parse.h"
-#include "gpubind/protocol/client.h"
 #include "plugin_state.h"
 #include "slurm_gpu_choice.h"
 #include "step_env.h"
-#include "stepd_client.h"
+#include "step_source.h"
 
 extern "C" {
 #include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
@@ -72,16 +70,6 @@ std::string stepd_lib_path() {
   return kStepdLibName;
 }
 
-// Plans in-process with libgpubind_stepd.so: a StepPlan, or why there is none.
-Result<StepPlan> plan_in_process(const StepRequest& request) {
-  auto plan = plan_with_stepd_lib(stepd_lib_path(), request, state().site.policy);
-  if (!plan) return plan;
-  // The site's own policy planned it, under the rules an answer from the daemon meets.
-  if (auto checked = check_answer(request, *plan, state().site.env_allow); !checked)
-    return make_error("in-process plan refused: " + checked.error().message);
-  return plan;
-}
-
 // The step as Slurm describes it; an item Slurm cannot give makes the step unplannable.
 Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   const SiteArgs& site = state().site;
@@ -123,46 +111,11 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   return request;
 }
 
-// The daemon's plan, if whoever serves the socket is trusted and the answer stays inside the
-// step; a failed check says which, and is logged for the administrator.
-Result<StepPlan> ask_daemon(const StepRequest& request) {
-  const SiteArgs& site = state().site;
-  auto answer =
-      protocol::ask_daemon(site.socket, request, site.timeout_ms, trusted_server_of(site));
-  if (answer) {
-    auto checked = check_answer(request, *answer, site.env_allow);
-    if (checked) {
-      answer->source = "daemon";
-      return answer;
-    }
-    Error refused =
-        make_error("gpubindd at " + site.socket + ": answer refused: " + checked.error().message);
-    refused.untrusted = true;
-    answer = refused;
-  }
-  // An administrator's matter: who serves the socket, or a daemon whose node view is stale.
-  if (answer.error().untrusted || answer.error().node_mismatch)
-    slurm_error("gpubind: %s", answer.error().message.c_str());
-  return answer.error();
-}
-
-// One request to the daemon; when it cannot answer (absent, stopped, slow, not trusted), the
-// in-process fallback if the site allows it. A request the daemon refuses would be refused
-// in-process too.
-Result<StepPlan> plan_step(const StepRequest& request) {
-  const SiteArgs& site = state().site;
-  auto answer = ask_daemon(request);
-  if (answer) return answer;
-  if (site.on_error != OnError::kFallback || answer.error().invalid_input) return answer.error();
-  auto local = plan_in_process(request);
-  if (!local) {
-    return make_error(answer.error().message +
-                      "; in-process planning failed too: " + local.error().message);
-  }
-  local->source = "fallback";
-  local->warnings.insert(local->warnings.begin(),
-                         answer.error().message + "; planned in-process instead");
-  return local;
+// The daemon's plan, else the in-process fallback (step_source.h); what an administrator must
+// see goes to slurmd's log.
+Result<StepPlan> plan_step_here(const StepRequest& request) {
+  return plan_step(request, state().site, {stepd_lib_path(), ""},
+                   [](const std::string& message) { slurm_error("gpubind: %s", message.c_str()); });
 }
 
 bool is_special_step(uint32_t step_id) {
@@ -276,7 +229,7 @@ int remote_user_init(spank_t sp) {
   }
   s.step_gpus = request->gpus;
   s.local_tasks = request->ntasks;
-  auto plan = plan_step(*request);
+  auto plan = plan_step_here(*request);
   if (!plan) {
     s.failure = plan.error().message;
     slurm_info("gpubind: job %lu step %u: no plan: %s", request->job_id, step_id,

@@ -6,10 +6,8 @@
 
 namespace gpubind::spank {
 
-Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const StepRequest& request,
+Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const std::string& encoded,
                                      const std::string& policy, const std::string& topology) {
-  auto bytes = protocol::encode_request(request);
-  if (!bytes) return bytes.error();
   void* lib = dlopen(lib_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return make_error(std::string("cannot load ") + lib_path + ": " + dlerror());
   gpubind_stepd_api api{};
@@ -20,9 +18,9 @@ Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const StepRequ
   if (!api.plan_on && !topology.empty())
     return make_error(lib_path + " is too old to plan on a topology file");
   const int rc =
-      api.plan_on ? api.plan_on(bytes->data(), bytes->size(), policy.c_str(), topology.c_str(),
+      api.plan_on ? api.plan_on(encoded.data(), encoded.size(), policy.c_str(), topology.c_str(),
                                 &answer, &answer_size)
-                  : api.plan(bytes->data(), bytes->size(), policy.c_str(), &answer, &answer_size);
+                  : api.plan(encoded.data(), encoded.size(), policy.c_str(), &answer, &answer_size);
   const std::string reply = answer ? std::string(static_cast<const char*>(answer), answer_size)
                                    : std::string("no answer");
   api.free(answer);

@@ -10,9 +10,10 @@
 
 namespace gpubind::spank {
 
-// `policy`: the policy file ("" = the site's); `topology`: an hwloc XML dump ("" = the policy's
-// topology_file, else live discovery). The answer is decoded but not checked.
-Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const StepRequest& request,
+// `encoded`: the request as encode_request writes it; `policy`: the policy file ("" = the
+// site's); `topology`: an hwloc XML dump ("" = the policy's topology_file, else live discovery).
+// The answer is decoded but not checked.
+Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const std::string& encoded,
                                      const std::string& policy, const std::string& topology = "");
 
 }  // namespace gpubind::spank

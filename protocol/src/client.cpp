@@ -146,7 +146,12 @@ Result<StepPlan> ask_daemon(const std::string& socket_path, const StepRequest& r
     error.invalid_input = true;
     return error;
   }
-  auto answer = exchange(socket_path, *bytes, timeout_ms, trust);
+  return ask_daemon_encoded(socket_path, *bytes, timeout_ms, trust);
+}
+
+Result<StepPlan> ask_daemon_encoded(const std::string& socket_path, const std::string& encoded,
+                                    int timeout_ms, const TrustedServer& trust) {
+  auto answer = exchange(socket_path, encoded, timeout_ms, trust);
   if (!answer) return answer.error();
   return decode_plan(*answer);
 }

@@ -21,6 +21,7 @@
 #include "gpubind/protocol/compact.h"
 #include "gpubind/protocol/io.h"
 #include "step_env.h"
+#include "step_source.h"
 
 namespace gpubind {
 namespace {
@@ -540,6 +541,57 @@ protocol::StepRequest eight_task_step() {
   for (int g = 0; g < 8; ++g)
     step.gpus.push_back({g, std::to_string(g)});
   return step;
+}
+
+// Where a step's plan comes from (the plugin's and gpubind-run's one rule): the daemon; its
+// fallback only when the daemon cannot plan (absent, stale node view) and the site allows it;
+// never for a request refused on its merits. An administrator hears of a stale daemon. (The
+// fallback library cannot load into this process, which has libprotobuf: a fallback tried says
+// so in the error. It plans for real in e2e.slurm and cli.gpubind_run.)
+TEST_F(DaemonTest, StepPlansFallBackOnlyWhenTheDaemonCannotPlan) {
+  start();
+  spank::SiteArgs site;
+  site.socket = socket_;
+  const spank::InProcess fallback{dir_ + "/no-such-libgpubind_stepd.so", ""};
+  const std::string tried = "in-process planning failed too: cannot load";
+  std::vector<std::string> reported;
+  auto report = [&](const std::string& message) { reported.push_back(message); };
+
+  auto daemon = spank::plan_step(eight_task_step(), site, fallback, report);
+  ASSERT_TRUE(daemon) << daemon.error().message;
+  EXPECT_EQ(daemon->source, "daemon");
+
+  protocol::StepRequest gpu_nine;
+  gpu_nine.ntasks = 1;
+  gpu_nine.gpus_given = true;
+  gpu_nine.gpus = {{9, "9"}};
+  auto stale = spank::plan_step(gpu_nine, site, fallback, report);
+  ASSERT_FALSE(stale);
+  EXPECT_NE(stale.error().message.find("does not fit the daemon's topology: GPU 9 does not exist"),
+            std::string::npos)
+      << stale.error().message;
+  EXPECT_NE(stale.error().message.find(tried), std::string::npos) << "the fallback was tried";
+  ASSERT_EQ(reported.size(), 1u) << "slurmd's log hears of the stale daemon";
+
+  protocol::StepRequest twice = gpu_nine;
+  twice.gpus = {{1, "1"}, {1, "1"}};
+  auto refused = spank::plan_step(twice, site, fallback, report);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().invalid_input);
+  EXPECT_EQ(refused.error().message.find("in-process"), std::string::npos) << "not retried";
+
+  site.on_error = spank::OnError::kSkip;
+  auto skipped = spank::plan_step(gpu_nine, site, fallback, report);
+  ASSERT_FALSE(skipped);
+  EXPECT_EQ(skipped.error().message.find("in-process"), std::string::npos) << "skip: no fallback";
+
+  site.on_error = spank::OnError::kFallback;
+  site.socket = dir_ + "/absent.sock";
+  auto absent = spank::plan_step(eight_task_step(), site, fallback, report);
+  ASSERT_FALSE(absent);
+  EXPECT_NE(absent.error().message.find(tried), std::string::npos) << absent.error().message;
+  EXPECT_EQ(reported.size(), 2u)
+      << "the stale daemon twice; an absent daemon is no news for the log";
 }
 
 TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "answer_check.h"
 #include "gpubind/affinity.h"
 #include "gpubind/launcher.h"
 #include "gpubind/parse.h"
@@ -21,7 +20,7 @@
 #include "options.h"
 #include "site_config.h"
 #include "step_env.h"
-#include "stepd_client.h"
+#include "step_source.h"
 #include "worker_gpus.h"
 #include "worker_setup.h"
 
@@ -189,34 +188,18 @@ std::string stepd_lib_path(const Site& site) {
   return candidates.empty() ? kName : candidates.front();
 }
 
-// Plans here, as the plugin's fallback does: with --topology (no daemon asked) or as the
-// fallback.
-Result<spank::StepPlan> plan_here(const spank::StepRequest& request, const Options& o,
-                                  const Site& site) {
-  auto plan = spank::plan_with_stepd_lib(stepd_lib_path(site), request, site.args.policy,
-                                         o.topology.value_or(""));
-  if (!plan) return plan;
-  if (auto checked = spank::check_answer(request, *plan, site.args.env_allow); !checked)
-    return make_error("in-process plan refused: " + checked.error().message);
-  plan->source = o.topology ? "here, " + *o.topology : "fallback";
-  return plan;
-}
-
+// With --topology, here on that dump (no daemon asked); else as the plugin plans a step
+// (step_source.h). Whatever went wrong with the daemon is in the plan's first warning or the
+// error, both said on stderr: there is no other log to report it to.
 Result<spank::StepPlan> plan_step(const spank::StepRequest& request, const Options& o,
                                   const Site& site) {
-  if (o.topology) return plan_here(request, o, site);
-  auto answer = ask_daemon(request, site.args);
-  if (answer) return answer;
-  if (site.args.on_error != spank::OnError::kFallback || answer.error().invalid_input)
-    return answer.error();
-  auto local = plan_here(request, o, site);
-  if (!local) {
-    return make_error(answer.error().message +
-                      "; in-process planning failed too: " + local.error().message);
-  }
-  local->warnings.insert(local->warnings.begin(),
-                         answer.error().message + "; planned in-process instead");
-  return local;
+  const spank::InProcess here{stepd_lib_path(site), o.topology.value_or("")};
+  if (!o.topology) return spank::plan_step(request, site.args, here, [](const std::string&) {});
+  auto encoded = protocol::encode_request(request);
+  if (!encoded) return encoded.error();
+  auto plan = spank::plan_in_process(request, *encoded, site.args, here);
+  if (plan) plan->source = "here, " + *o.topology;
+  return plan;
 }
 
 [[noreturn]] void run_command(const std::vector<std::string>& command) {

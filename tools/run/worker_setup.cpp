@@ -9,10 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "answer_check.h"
 #include "gpubind/affinity.h"
 #include "gpubind/parse.h"
-#include "gpubind/protocol/client.h"
 
 namespace gpubind::run {
 namespace {
@@ -88,20 +86,6 @@ spank::StepRequest worker_request(const spank::EnvLookup& env, const LocalRank& 
   request.omp = flags.omp;
   request.ze_hierarchy = spank::ze_hierarchy_from_env(env);
   return request;
-}
-
-Result<spank::StepPlan> ask_daemon(const spank::StepRequest& request, const spank::SiteArgs& site) {
-  auto answer =
-      protocol::ask_daemon(site.socket, request, site.timeout_ms, spank::trusted_server_of(site));
-  if (!answer) return answer;
-  if (auto checked = spank::check_answer(request, *answer, site.env_allow); !checked) {
-    Error refused =
-        make_error("gpubindd at " + site.socket + ": answer refused: " + checked.error().message);
-    refused.untrusted = true;
-    return refused;
-  }
-  answer->source = "daemon";
-  return answer;
 }
 
 Status apply_binding(const spank::EnvLookup& env, const spank::TaskBinding& task,

@@ -35,9 +35,6 @@ bool already_bound_by_plugin(const spank::EnvLookup& env, const LocalRank& place
 spank::StepRequest worker_request(const spank::EnvLookup& env, const LocalRank& place,
                                   const spank::UserFlags& flags, const CpuSet& cpus);
 
-// The daemon's plan if the socket's server is trusted and the answer stays inside the request.
-Result<spank::StepPlan> ask_daemon(const spank::StepRequest& request, const spank::SiteArgs& site);
-
 // Binds this process as `task` says and sets its environment (clearing first what an outer
 // binding left, as a new Slurm step does). Fails only when the CPUs cannot be set; the
 // environment is then left as it was.

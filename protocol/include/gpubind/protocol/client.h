@@ -44,5 +44,8 @@ Result<std::string> exchange(const std::string& socket_path, const std::string& 
 // encode_request, exchange, decode_plan.
 Result<StepPlan> ask_daemon(const std::string& socket_path, const StepRequest& request,
                             int timeout_ms, const TrustedServer& trust = {});
+// The same for a request encode_request made already.
+Result<StepPlan> ask_daemon_encoded(const std::string& socket_path, const std::string& encoded,
+                                    int timeout_ms, const TrustedServer& trust = {});
 
 }  // namespace gpubind::protocol
