@@ -2,7 +2,8 @@
 # Denial of service: the real gpubindd under each of gpubind_attack's attacks, made by another
 # user (nobody, uid 65534) while a job step's ordinary request is timed every 200 ms. The launch
 # must not notice: every probe answered within its 1000 ms deadline (0 misses) and p99 <= 50 ms;
-# cachemem: 100 distinct 4096-task plans answered, the daemon's memory <= 64 MiB. Each attack gets
+# cachemem: 400 distinct 4096-task plans answered, the daemon's memory <= 64 MiB, probes held to the
+# same thresholds while they are planned (400: long enough for probes to run). Each attack gets
 # a fresh daemon (stderr to a file), and one more runs idle with the daemon's stderr a pipe that
 # nobody reads (a daemon that logs per connection would block on it).
 # Usage: security_test.sh BUILD_BIN_DIR FIXTURES_DIR   (root only; exit 77 otherwise)
@@ -105,7 +106,7 @@ run_mode flood 16 "${launch[@]}"
 run_mode h2idle 1100 "${launch[@]}"
 run_mode heavy 4 "${launch[@]}"
 run_mode grpcheavy 4 "${launch[@]}"
-run_mode cachemem 100 --seconds 60 --max-rss-mib 64
+run_mode cachemem 400 --seconds 60 --max-rss-mib 64 --max-p99-ms 50 --max-misses 0
 
 # The daemon's stderr a pipe nobody reads (a reader that holds it open and never reads), logging
 # at debug level: a line per plan fills the pipe within a second, and serving must go on.
