@@ -91,14 +91,7 @@ std::optional<std::string> render_template(std::string_view value, PlaceholderSo
 
 std::optional<std::string> render_template(std::string_view value,
                                            const PlaceholderValues& values) {
-  class Fixed : public PlaceholderSource {
-   public:
-    explicit Fixed(const PlaceholderValues& v) : values_(v) {}
-    const std::string& get(Placeholder p) override { return values_[static_cast<size_t>(p)]; }
-
-   private:
-    const PlaceholderValues& values_;
-  } source(values);
+  FixedPlaceholders source(values);
   return render_template(value, source);
 }
 

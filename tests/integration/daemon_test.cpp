@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "../support/daemon_process.h"
@@ -60,6 +61,22 @@ class DaemonTest : public ::testing::Test {
     env.push_back("NOTIFY_SOCKET=" + notify_->path());
     daemon_.start(kDaemon, args, env, dir_ + "/daemon.log", listen_fd);
     ASSERT_TRUE(notify_->wait_for("READY=1", 10s)) << daemon_.log();
+  }
+
+  // `n` gRPC clients, each asking one 8-task plan (jobs first_job...) at once; `done` hears
+  // whether each got it.
+  std::vector<std::thread> grpc_callers(int n, uint64_t first_job, std::chrono::seconds timeout,
+                                        const std::function<void(bool)>& done) {
+    std::vector<std::thread> callers;
+    for (int i = 0; i < n; ++i) {
+      callers.emplace_back([this, i, first_job, timeout, done] {
+        client::BinderClient own(socket_);
+        PlanRequest request;
+        request.ntasks = 8;
+        done(static_cast<bool>(own.plan(request, {first_job + i, 0}, timeout)));
+      });
+    }
+    return callers;
   }
 
   client::BinderClient& client() {
@@ -441,15 +458,8 @@ TEST_F(DaemonTest, GrpcPlansTakeTurnsWithJobSteps) {
   start({"--delay-answers", "300"});
   const auto began = std::chrono::steady_clock::now();
   std::atomic<int> answered{0};
-  std::vector<std::thread> callers;
-  for (int i = 0; i < 6; ++i) {
-    callers.emplace_back([&, i] {
-      client::BinderClient own(socket_);
-      PlanRequest request;
-      request.ntasks = 8;
-      if (own.plan(request, {static_cast<uint64_t>(100 + i), 0}, 10s)) ++answered;
-    });
-  }
+  std::vector<std::thread> callers =
+      grpc_callers(6, 100, 10s, [&](bool ok) { answered += ok ? 1 : 0; });
   protocol::StepRequest step;
   step.ntasks = 8;
   auto bytes = protocol::encode_request(step);
@@ -468,16 +478,7 @@ TEST_F(DaemonTest, GrpcPlansTakeTurnsWithJobSteps) {
 TEST_F(DaemonTest, StoppingAnswersGrpcPlansStillWaiting) {
   start({"--delay-answers", "1000"});
   std::atomic<int> returned{0};
-  std::vector<std::thread> callers;
-  for (int i = 0; i < 6; ++i) {
-    callers.emplace_back([&, i] {
-      client::BinderClient own(socket_);
-      PlanRequest request;
-      request.ntasks = 8;
-      (void)own.plan(request, {static_cast<uint64_t>(200 + i), 0}, 30s);
-      ++returned;
-    });
-  }
+  std::vector<std::thread> callers = grpc_callers(6, 200, 30s, [&](bool) { ++returned; });
   std::this_thread::sleep_for(300ms);  // the first two hold workers, the others wait
   const auto stopping = std::chrono::steady_clock::now();
   EXPECT_EQ(daemon_.stop(SIGTERM), 0) << daemon_.log();

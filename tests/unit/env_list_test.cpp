@@ -55,14 +55,7 @@ TEST(EnvList, AWriteThatFailsAddsNothing) {
 TEST(EnvList, RendersTemplatesInPlace) {
   PlaceholderValues values;
   values[static_cast<size_t>(Placeholder::kNicRdma)] = "mlx5_0";
-  class Fixed : public PlaceholderSource {
-   public:
-    explicit Fixed(const PlaceholderValues& v) : v_(v) {}
-    const std::string& get(Placeholder p) override { return v_[static_cast<size_t>(p)]; }
-
-   private:
-    const PlaceholderValues& v_;
-  } source(values);
+  FixedPlaceholders source(values);
   const CompiledTemplate ucx("{nic_rdma}:1"), netdev("{nic_netdev}");
   EnvList env;
   env.add_written("UCX_NET_DEVICES", true,

@@ -87,6 +87,16 @@ class PlaceholderSource {
   virtual const std::string& get(Placeholder placeholder) = 0;
 };
 
+// Values given in full beforehand.
+class FixedPlaceholders : public PlaceholderSource {
+ public:
+  explicit FixedPlaceholders(const PlaceholderValues& values) : values_(values) {}
+  const std::string& get(Placeholder p) override { return values_[static_cast<size_t>(p)]; }
+
+ private:
+  const PlaceholderValues& values_;
+};
+
 // A template parsed once, to be filled for many tasks: literal text and placeholders in turn.
 class CompiledTemplate {
  public:
