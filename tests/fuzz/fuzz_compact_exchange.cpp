@@ -144,8 +144,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (status != compact::kStatusUnsupportedVersion) std::abort();
     return 0;
   }
-  if (status == compact::kStatusRefused) {
-    if (text_size == 0) std::abort();  // a refusal always says why
+  // A refusal, or a step the daemon's topology cannot hold, always says why.
+  if (status == compact::kStatusRefused || status == compact::kStatusNodeMismatch) {
+    if (text_size == 0) std::abort();
     return 0;
   }
   if (status != compact::kStatusPlan || too_long) std::abort();
