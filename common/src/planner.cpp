@@ -13,9 +13,11 @@
 #include <charconv>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <tuple>
 
 #include "gpubind/env.h"
+#include "plan_arena.h"
 
 namespace gpubind {
 namespace {
@@ -29,7 +31,7 @@ struct UsableCore {
 };
 
 // Indices into the usable-core list.
-using Region = std::vector<int>;
+using Region = Scratch<int>;
 
 // "1 task", "2 tasks".
 std::string counted(size_t n, const std::string& noun) {
@@ -93,13 +95,13 @@ int shared_pci_bridges(const Place& a, const Place& b) {
 // places share, so "near" follows the node's own nesting (NUMA inside L3 with sub-NUMA
 // clustering, L3 inside NUMA on AMD).
 struct DomainSizes {
-  std::vector<int> l3, numa, package;
+  Scratch<int> l3, numa, package;
 
   explicit DomainSizes(const Topology& topo)
       : l3(std::max(topo.l3_count, 0)),
         numa(std::max(topo.numa_count, 0)),
         package(std::max(topo.package_count, 0)) {
-    auto grow = [](std::vector<int>& sizes, int index, int pus) {
+    auto grow = [](Scratch<int>& sizes, int index, int pus) {
       if (index < 0) return;
       if (index >= static_cast<int>(sizes.size())) sizes.resize(index + 1, 0);
       sizes[index] += pus;
@@ -112,7 +114,7 @@ struct DomainSizes {
     }
   }
 
-  static int size(const std::vector<int>& sizes, int a, int b) {
+  static int size(const Scratch<int>& sizes, int a, int b) {
     return a >= 0 && a == b && a < static_cast<int>(sizes.size()) ? sizes[a] : kFar;
   }
 
@@ -161,24 +163,23 @@ class Planner {
   std::string device_token(const Gpu& gpu, const std::string& step_token, int tile);
 
   int cores_wanted_per_task();
-  std::vector<std::vector<int>> gpu_chunks(const std::vector<int>& sizes) const;
-  void give_chunks_to_tasks(std::vector<std::vector<int>> chunks,
-                            const std::vector<int>& tasks_per_chunk);
-  std::vector<Range> split(const Region& cores, const std::vector<int>& weights) const;
+  Scratch<Scratch<int>> gpu_chunks(const Scratch<int>& sizes) const;
+  void give_chunks_to_tasks(Scratch<Scratch<int>> chunks, const Scratch<int>& tasks_per_chunk);
+  Scratch<Range> split(const Region& cores, const Scratch<int>& weights) const;
   void distribute(const Region& cores, int begin, int end, int tasks, int level,
-                  std::vector<Range>& out) const;
+                  Scratch<Range>& out) const;
   void deal(const Region& cores, int begin, int end, int tasks, int level,
-            std::vector<Range>& out) const;
+            Scratch<Range>& out) const;
   int avoidable_straddles(const Region& cores, int begin, int end,
-                          const std::vector<Range>& ranges) const;
-  void record_home_shares(const CpuSet& domain, const std::vector<int>& tasks,
-                          const std::vector<int>& weights);
+                          const Scratch<Range>& ranges) const;
+  void record_home_shares(const CpuSet& domain, const Scratch<int>& tasks,
+                          const Scratch<int>& weights);
   void share_spare_cores();
   void fill_empty_tasks();
   void spill(int task, int wanted, const Place& anchor);
   void build_groups();
   // Distances from `anchor` to every usable unit, computed once per distinct anchor.
-  const std::vector<int>& unit_distances(const Place& anchor);
+  const Scratch<int>& unit_distances(const Place& anchor);
   void share_core(int task, const Place& anchor);
   bool take_from_richest(int task);
   Place task_place(int task) const;
@@ -189,35 +190,36 @@ class Planner {
   }
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
 
+  PlanArena arena_;  // first: every Scratch member below takes its memory from it
   const Topology& topo_;
   const SitePolicy& policy_;
   const PlanRequest& request_;
   const DomainSizes sizes_;
   Order order_ = Order::kGpu;
   int ntasks_ = 0;
-  std::vector<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
-  std::vector<int> usable_pus_;
-  std::vector<StepGpu> step_gpus_;
+  Scratch<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
+  Scratch<int> usable_pus_;
+  Scratch<StepGpu> step_gpus_;
   // Per step GPU, its domain: the first step GPU with the same locality CPUs.
-  std::vector<int> gpu_domain_;
-  std::vector<std::vector<int>> task_gpus_;  // step GPU indices per task
-  std::vector<int> task_tiles_;              // tile per task when it holds one GPU's tile, else -1
-  std::vector<Region> task_cores_;
+  Scratch<int> gpu_domain_;
+  Scratch<Scratch<int>> task_gpus_;  // step GPU indices per task
+  Scratch<int> task_tiles_;          // tile per task when it holds one GPU's tile, else -1
+  Scratch<Region> task_cores_;
   CpuSet all_pus_;
   CpuSet reserved_;
-  std::vector<int> core_owners_;  // tasks per usable core
+  Scratch<int> core_owners_;  // tasks per usable core
   struct Group {
     Region units;
     int free = 0;
     int next = 0;  // position of the first free unit
   };
-  std::vector<Group> groups_;    // usable units by (package, NUMA, L3), built for spill()
-  std::vector<int> home_share_;  // cores a task's GPU domains hold for it
+  Scratch<Group> groups_;    // usable units by (package, NUMA, L3), built for spill()
+  Scratch<int> home_share_;  // cores a task's GPU domains hold for it
   struct AnchorDistances {
     Place anchor;
-    std::vector<int> to_unit;
+    Scratch<int> to_unit;
   };
-  std::vector<AnchorDistances> anchor_distances_;  // few: one per GPU locality at most
+  Scratch<AnchorDistances> anchor_distances_;  // few: one per GPU locality at most
   Plan plan_;
 };
 
@@ -299,7 +301,7 @@ Status Planner::find_usable_cores() {
 void Planner::split_cores_into_threads() {
   const int threads = static_cast<int>(usable_pus_.size());
   if (ntasks_ <= static_cast<int>(usable_.size()) || ntasks_ > threads) return;
-  std::vector<UsableCore> units;
+  Scratch<UsableCore> units;
   units.reserve(threads);
   for (const UsableCore& core : usable_) {
     for (int i = 0; i < core.pu_count; ++i) {
@@ -332,14 +334,14 @@ Status Planner::resolve_step_gpus() {
       step_gpus_.push_back({gpu.index, std::to_string(before[static_cast<size_t>(gpu.vendor)]++)});
     return Ok{};
   }
-  step_gpus_ = *request_.gpus;
+  step_gpus_.assign(request_.gpus->begin(), request_.gpus->end());
   for (StepGpu& gpu : step_gpus_) {
     if (gpu.pci.empty()) continue;
     const int found = gpu_with_bus_id(topo_, gpu.pci);
     if (found < 0) return node_mismatch("no GPU of this node has PCI bus id '" + gpu.pci + "'");
     gpu.gpu = found;
   }
-  std::vector<bool> seen(topo_.gpus.size(), false);
+  Scratch<bool> seen(topo_.gpus.size(), false);
   for (const StepGpu& gpu : step_gpus_) {
     if (gpu.gpu < 0) return make_error("GPU index " + std::to_string(gpu.gpu) + " is negative");
     if (gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
@@ -378,14 +380,14 @@ int Planner::gpu_distance(int step_a, int step_b) const {
 // Groups step GPUs into chunks of the given sizes so a multi-GPU task gets GPUs that sit
 // together: first every chunk one domain can hold whole (grown from the first free GPU of such
 // a domain), then the rest from the nearest free GPUs. Chunks come out in step GPU order.
-std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes) const {
+Scratch<Scratch<int>> Planner::gpu_chunks(const Scratch<int>& sizes) const {
   const int count = static_cast<int>(step_gpus_.size());
-  const std::vector<int>& domain = gpu_domain_;
-  std::vector<int> free_in_domain(count, 0);
+  const Scratch<int>& domain = gpu_domain_;
+  Scratch<int> free_in_domain(count, 0);
   for (int g = 0; g < count; ++g)
     ++free_in_domain[domain[g]];
-  std::vector<bool> taken(count, false);
-  auto grow = [&](std::vector<int>& chunk, int seed, int size, bool same_domain) {
+  Scratch<bool> taken(count, false);
+  auto grow = [&](Scratch<int>& chunk, int seed, int size, bool same_domain) {
     chunk.reserve(size);
     chunk.push_back(seed);
     taken[seed] = true;
@@ -406,7 +408,7 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
       chunk.push_back(best);
     }
   };
-  std::vector<std::vector<int>> chunks(sizes.size());
+  Scratch<Scratch<int>> chunks(sizes.size());
   for (size_t c = 0; c < sizes.size(); ++c) {
     for (int seed = 0; seed < count; ++seed) {
       if (!taken[seed] && free_in_domain[domain[seed]] >= sizes[c]) {
@@ -421,7 +423,7 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
     if (seed == taken.end()) break;
     grow(chunks[c], static_cast<int>(seed - taken.begin()), sizes[c], false);
   }
-  std::erase_if(chunks, [](const std::vector<int>& chunk) { return chunk.empty(); });
+  std::erase_if(chunks, [](const Scratch<int>& chunk) { return chunk.empty(); });
   std::stable_sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
     return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
   });
@@ -429,8 +431,8 @@ std::vector<std::vector<int>> Planner::gpu_chunks(const std::vector<int>& sizes)
 }
 
 // Consecutive ranks share a chunk; a chunk of one GPU with tiles hands each sharer its tiles.
-void Planner::give_chunks_to_tasks(std::vector<std::vector<int>> chunks,
-                                   const std::vector<int>& tasks_per_chunk) {
+void Planner::give_chunks_to_tasks(Scratch<Scratch<int>> chunks,
+                                   const Scratch<int>& tasks_per_chunk) {
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
   int rank = 0;
@@ -444,8 +446,8 @@ void Planner::give_chunks_to_tasks(std::vector<std::vector<int>> chunks,
   }
 }
 
-std::vector<int> even_split(int total, int parts) {
-  std::vector<int> sizes(parts, total / parts);
+Scratch<int> even_split(int total, int parts) {
+  Scratch<int> sizes(parts, total / parts);
   for (int i = 0; i < total % parts; ++i)
     ++sizes[i];
   return sizes;
@@ -453,8 +455,8 @@ std::vector<int> even_split(int total, int parts) {
 
 void Planner::assign_gpus_by_rank() {
   const int gpus = static_cast<int>(step_gpus_.size());
-  std::vector<int> chunk_sizes;
-  std::vector<int> tasks_per_chunk;
+  Scratch<int> chunk_sizes;
+  Scratch<int> tasks_per_chunk;
   if (request_.gpus_per_task > 0) {
     const int per_task = std::min(request_.gpus_per_task, gpus);
     const int chunks = std::max(1, std::min(ntasks_, gpus / per_task));
@@ -499,10 +501,10 @@ void Planner::assign_gpus_by_cores() {
     base = request_.tasks_per_gpu;
     extra = 0;
   }
-  std::vector<int> load(gpus, 0);
+  Scratch<int> load(gpus, 0);
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
-  std::vector<int> local_cores(gpus);
+  Scratch<int> local_cores(gpus);
   for (int task = 0; task < ntasks_; ++task) {
     const Place here = task_place(task);
     // Nearest first: the GPU whose domain holds most of the task's cores, then by distance.
@@ -512,7 +514,7 @@ void Planner::assign_gpus_by_cores() {
           static_cast<int>(std::count_if(task_cores_[task].begin(), task_cores_[task].end(),
                                          [&](int u) { return domain.test(usable_[u].first_pu); }));
     }
-    std::vector<int>& mine = task_gpus_[task];
+    Scratch<int>& mine = task_gpus_[task];
     for (int n = 0; n < per_task; ++n) {
       // Within capacity first; past it only if capacities leave this task nothing new.
       for (bool capped : {true, false}) {
@@ -555,11 +557,11 @@ int Planner::cores_wanted_per_task() {
 }
 
 // Sizes in proportion to weights, largest remainder first (lower index on ties).
-std::vector<int> proportional_split(int total, const std::vector<int>& weights) {
+Scratch<int> proportional_split(int total, const Scratch<int>& weights) {
   const long sum = std::accumulate(weights.begin(), weights.end(), 0L);
-  std::vector<int> sizes(weights.size(), 0);
+  Scratch<int> sizes(weights.size(), 0);
   if (sum <= 0) return sizes;
-  std::vector<std::pair<long, int>> remainders(weights.size());
+  Scratch<std::pair<long, int>> remainders(weights.size());
   int given = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const long scaled = static_cast<long>(total) * weights[i];
@@ -574,7 +576,7 @@ std::vector<int> proportional_split(int total, const std::vector<int>& weights) 
 }
 
 // Consecutive ranges of the given sizes from `begin`.
-void append_ranges(int begin, const std::vector<int>& sizes, std::vector<Range>& out) {
+void append_ranges(int begin, const Scratch<int>& sizes, Scratch<Range>& out) {
   for (int size : sizes) {
     out.push_back({begin, begin + size});
     begin += size;
@@ -582,8 +584,8 @@ void append_ranges(int begin, const std::vector<int>& sizes, std::vector<Range>&
 }
 
 // Splits `cores` (in topology order) among tasks, in proportion to their weights.
-std::vector<Range> Planner::split(const Region& cores, const std::vector<int>& weights) const {
-  std::vector<Range> out;
+Scratch<Range> Planner::split(const Region& cores, const Scratch<int>& weights) const {
+  Scratch<Range> out;
   out.reserve(weights.size());
   const int n = static_cast<int>(cores.size());
   if (std::adjacent_find(weights.begin(), weights.end(), std::not_equal_to<>()) == weights.end()) {
@@ -597,7 +599,7 @@ std::vector<Range> Planner::split(const Region& cores, const std::vector<int>& w
 // Tasks in `ranges` that span two L3s of cores[begin, end) although one of them has room for the
 // whole task.
 int Planner::avoidable_straddles(const Region& cores, int begin, int end,
-                                 const std::vector<Range>& ranges) const {
+                                 const Scratch<Range>& ranges) const {
   auto l3 = [&](int i) { return usable_[cores[i]].l3; };
   int largest = 0;  // the most cores of one L3 (a run, as cores are in topology order)
   for (int i = begin, run = 0; i < end; ++i) {
@@ -617,15 +619,15 @@ int Planner::avoidable_straddles(const Region& cores, int begin, int end,
 // whichever straddles less. `cores` is sorted by (package, NUMA, L3), so every
 // domain and every region is a range.
 void Planner::distribute(const Region& cores, int begin, int end, int tasks, int level,
-                         std::vector<Range>& out) const {
+                         Scratch<Range>& out) const {
   if (tasks <= 0) return;
   const size_t first = out.size();
   append_ranges(begin, even_split(end - begin, tasks), out);
   if (level == 3 || tasks >= end - begin) return;
-  const std::vector<Range> balanced(out.begin() + first, out.end());
+  const Scratch<Range> balanced(out.begin() + first, out.end());
   const int balanced_straddles = avoidable_straddles(cores, begin, end, balanced);
   if (balanced_straddles == 0) return;
-  std::vector<Range> dealt;
+  Scratch<Range> dealt;
   dealt.reserve(tasks);
   deal(cores, begin, end, tasks, level, dealt);
   if (avoidable_straddles(cores, begin, end, dealt) < balanced_straddles) {
@@ -636,12 +638,12 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
 // Splits along the domains of `level` (package > NUMA > L3): fewer tasks than domains get whole
 // domains; more tasks are dealt out in proportion to the domains' sizes and split within them.
 void Planner::deal(const Region& cores, int begin, int end, int tasks, int level,
-                   std::vector<Range>& out) const {
+                   Scratch<Range>& out) const {
   auto key = [&](int i) {
     const UsableCore& c = usable_[cores[i]];
     return level == 0 ? c.package : level == 1 ? c.numa : c.l3;
   };
-  std::vector<int> bounds = {begin};
+  Scratch<int> bounds = {begin};
   for (int i = begin + 1; i <= end; ++i) {
     if (i == end || key(i) != key(i - 1)) bounds.push_back(i);
   }
@@ -653,10 +655,10 @@ void Planner::deal(const Region& cores, int begin, int end, int tasks, int level
       out.push_back({bounds[t * m / tasks], bounds[(t + 1) * m / tasks]});
     return;
   }
-  std::vector<int> domain_sizes(m);
+  Scratch<int> domain_sizes(m);
   for (int d = 0; d < m; ++d)
     domain_sizes[d] = bounds[d + 1] - bounds[d];
-  const std::vector<int> shares = proportional_split(tasks, domain_sizes);
+  const Scratch<int> shares = proportional_split(tasks, domain_sizes);
   for (int d = 0; d < m; ++d)
     distribute(cores, bounds[d], bounds[d + 1], shares[d], level + 1, out);
 }
@@ -759,14 +761,14 @@ bool Planner::take_from_richest(int task) {
 
 // More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
 // of those, while no core carries more than an even share of the tasks.
-const std::vector<int>& Planner::unit_distances(const Place& anchor) {
+const Scratch<int>& Planner::unit_distances(const Place& anchor) {
   for (const AnchorDistances& known : anchor_distances_) {
     const Place& a = known.anchor;
     if (a.pci_path == anchor.pci_path && a.l3 == anchor.l3 && a.numa == anchor.numa &&
         a.package == anchor.package)
       return known.to_unit;
   }
-  std::vector<int> to_unit(usable_.size());
+  Scratch<int> to_unit(usable_.size());
   for (size_t u = 0; u < usable_.size(); ++u)
     to_unit[u] = distance(anchor, place_of(usable_[u]));
   anchor_distances_.push_back({anchor, std::move(to_unit)});
@@ -776,7 +778,7 @@ const std::vector<int>& Planner::unit_distances(const Place& anchor) {
 void Planner::share_core(int task, const Place& anchor) {
   const int units = static_cast<int>(usable_.size());
   const int even_load = (ntasks_ + units - 1) / units;
-  const std::vector<int>& to_unit = unit_distances(anchor);
+  const Scratch<int>& to_unit = unit_distances(anchor);
   int best = -1;
   std::array<int, 4> best_key{};
   for (int u = 0; u < units; ++u) {
@@ -798,13 +800,13 @@ void Planner::assign_cores() {
   // the number of its GPUs there, so its cores follow its GPUs.
   struct Domain {
     CpuSet cpus;
-    std::vector<int> tasks, weights;
+    Scratch<int> tasks, weights;
   };
-  std::vector<Domain> domains;
+  Scratch<Domain> domains;
   domains.reserve(step_gpus_.size() + 1);
   // By id: a GPU domain (gpu_domain_), or the whole node (the last id).
   const int node_id = static_cast<int>(step_gpus_.size());
-  std::vector<int> domain_of_id(node_id + 1, -1);
+  Scratch<int> domain_of_id(node_id + 1, -1);
   auto index_of = [&](int id) {
     int& slot = domain_of_id[id];
     if (slot < 0) {
@@ -856,7 +858,7 @@ void Planner::assign_cores() {
     if (!std::is_sorted(free.begin(), free.end(), topology_order)) {
       std::sort(free.begin(), free.end(), topology_order);
     }
-    const std::vector<Range> ranges = split(free, domain.weights);
+    const Scratch<Range> ranges = split(free, domain.weights);
     if (policy_.gpu_domain_only) record_home_shares(domain.cpus, domain.tasks, domain.weights);
     for (size_t j = 0; j < domain.tasks.size(); ++j) {
       Region& mine = task_cores_[domain.tasks[j]];
@@ -886,12 +888,12 @@ void Planner::assign_cores() {
 
 // What a domain holds for each of its tasks, whatever the step's allocation: under
 // gpu_domain_only, a task whose domain the step left without cores gets as many elsewhere.
-void Planner::record_home_shares(const CpuSet& domain, const std::vector<int>& tasks,
-                                 const std::vector<int>& weights) {
+void Planner::record_home_shares(const CpuSet& domain, const Scratch<int>& tasks,
+                                 const Scratch<int>& weights) {
   int capacity = 0;
   for (const Core& core : topo_.cores)
     capacity += domain.test(core.pus[0]) && !reserved_.test(core.pus[0]);
-  const std::vector<int> shares = proportional_split(capacity, weights);
+  const Scratch<int> shares = proportional_split(capacity, weights);
   for (size_t j = 0; j < tasks.size(); ++j)
     home_share_[tasks[j]] += shares[j];
 }
@@ -902,18 +904,18 @@ void Planner::record_home_shares(const CpuSet& domain, const std::vector<int>& t
 void Planner::share_spare_cores() {
   int spare = static_cast<int>(std::count(core_owners_.begin(), core_owners_.end(), 0));
   if (spare == 0) return;
-  std::vector<int> target(ntasks_), weight(ntasks_);
+  Scratch<int> target(ntasks_), weight(ntasks_);
   for (int task = 0; task < ntasks_; ++task) {
     target[task] = static_cast<int>(task_cores_[task].size());
     weight[task] = std::max<int>(1, task_gpus_[task].size());
   }
   if (policy_.gpu_domain_only) {
-    std::vector<int> empty;
+    Scratch<int> empty;
     for (int task = 0; task < ntasks_; ++task) {
       if (target[task] == 0) empty.push_back(task);
     }
-    const std::vector<int> shares =
-        empty.empty() ? std::vector<int>{} : even_split(spare, static_cast<int>(empty.size()));
+    const Scratch<int> shares =
+        empty.empty() ? Scratch<int>{} : even_split(spare, static_cast<int>(empty.size()));
     for (size_t i = 0; i < empty.size(); ++i)
       target[empty[i]] = std::max(1, std::min(shares[i], home_share_[empty[i]]));
   } else {
@@ -924,7 +926,7 @@ void Planner::share_spare_cores() {
       const long y = static_cast<long>(target[b]) * weight[a];
       return x != y ? x > y : a > b;
     };
-    std::vector<int> heap(ntasks_);
+    Scratch<int> heap(ntasks_);
     std::iota(heap.begin(), heap.end(), 0);
     std::make_heap(heap.begin(), heap.end(), richer);
     for (; spare > 0; --spare) {
@@ -966,9 +968,9 @@ void Planner::fill_empty_tasks() {
 // Each node GPU's NIC, whatever the step: the i-th of the GPUs with the same equally nearest NICs
 // takes the i-th of them, round robin. Jobs sharing a node thus spread over the NICs instead of
 // all taking the first, and a task of two such GPUs gets two NICs.
-std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
+Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
   const int gpus = static_cast<int>(topo.gpus.size());
-  std::vector<std::vector<int>> nearest(gpus);
+  Scratch<Scratch<int>> nearest(gpus);
   for (int g = 0; g < gpus; ++g) {
     int best = DomainSizes::kFar + 1;
     for (const Nic& nic : topo.nics) {
@@ -980,7 +982,7 @@ std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
       }
     }
   }
-  std::vector<int> nic(gpus, -1);
+  Scratch<int> nic(gpus, -1);
   for (int g = 0; g < gpus; ++g) {
     if (nearest[g].empty()) continue;
     const auto before = std::count(nearest.begin(), nearest.begin() + g, nearest[g]);
@@ -991,8 +993,8 @@ std::vector<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
 
 void Planner::assign_nics() {
   if (topo_.nics.empty()) return;
-  const std::vector<int> gpu_nic = gpu_nics(topo_, sizes_);
-  std::vector<int> load(topo_.nics.size(), 0);
+  const Scratch<int> gpu_nic = gpu_nics(topo_, sizes_);
+  Scratch<int> load(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     for (int g : task_gpus_[task])
       ++load[gpu_nic[step_gpus_[g].gpu]];
@@ -1015,7 +1017,7 @@ void Planner::assign_nics() {
   // A task's NICs: its GPUs' NICs, in GPU order, each once. The first (where one NIC per task is
   // used, as by Cray MPICH) is, of those as near its first GPU as that GPU's own, the one fewest
   // earlier tasks lead with: tasks of several GPUs sharing NICs do not all lead with one.
-  std::vector<int> leading(topo_.nics.size(), 0);
+  Scratch<int> leading(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
     if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
@@ -1044,7 +1046,7 @@ void Planner::assign_nics() {
 }
 
 // The most frequent value (the smallest on ties), -1 for none. Sorts `values`.
-int majority(std::vector<int>& values) {
+int majority(Scratch<int>& values) {
   std::sort(values.begin(), values.end());
   int best = -1, best_count = 0;
   for (size_t i = 0; i < values.size();) {
@@ -1078,7 +1080,7 @@ int mpich_nic_number(const Topology& topo, int nic) {
 }
 
 std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks) {
-  std::vector<std::pair<int, std::vector<int>>> by_ordinal;
+  std::vector<std::pair<int, std::vector<int>>> by_ordinal;  // formatted by format_int_list
   for (const TaskPlan& task : tasks) {
     if (task.nic < 0) continue;
     const int ordinal = mpich_nic_number(topo, task.nic);
@@ -1108,8 +1110,7 @@ struct NodeValues {
 
 // Appends the non-empty results of `field` over NIC indices to `text`, comma-separated.
 template <class Field>
-void append_nics(const Topology& topo, const std::vector<int>& nics, Field field,
-                 std::string& text) {
+void append_nics(const Topology& topo, std::span<const int> nics, Field field, std::string& text) {
   const size_t start = text.size();
   for (int n : nics) {
     const std::string item = field(topo.nics[n]);
@@ -1120,7 +1121,7 @@ void append_nics(const Topology& topo, const std::vector<int>& nics, Field field
 }
 
 template <class Field>
-std::string join_nics(const Topology& topo, const std::vector<int>& nics, Field field) {
+std::string join_nics(const Topology& topo, std::span<const int> nics, Field field) {
   std::string text;
   append_nics(topo, nics, field, text);
   return text;
@@ -1166,7 +1167,7 @@ NodeValues node_values(const Topology& topo, const SitePolicy& policy,
                        const std::vector<TaskPlan>& tasks) {
   NodeValues values;
   values.nic_mapping = nic_mapping(topo, tasks);
-  std::vector<int> all(topo.nics.size());
+  Scratch<int> all(topo.nics.size());
   std::iota(all.begin(), all.end(), 0);
   std::sort(all.begin(), all.end(),
             [&](int a, int b) { return nic_order(topo.nics[a]) < nic_order(topo.nics[b]); });
@@ -1231,54 +1232,69 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kCpus:
         return task_->cpus.append_list(out);
       default:
-        out = value_of(p);
+        return append_value(p, out);
     }
   }
 
-  std::string value_of(Placeholder p) const {
+  // Appends a number; nothing when `ok` is false (the placeholder is then empty).
+  static void append_number(std::string& out, long n, bool ok = true) {
+    if (!ok) return;
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    out.append(digits, end);
+  }
+
+  void append_value(Placeholder p, std::string& out) const {
     const Nic* nic = task_->nic >= 0 ? &topo_.nics[task_->nic] : nullptr;
-    auto number_if = [](bool ok, int n) { return ok ? std::to_string(n) : std::string(); };
     switch (p) {
       case Placeholder::kNgpus:
-        return number_if(!task_->gpus.empty(), task_->gpus.size());
+        return append_number(out, static_cast<long>(task_->gpus.size()), !task_->gpus.empty());
       case Placeholder::kNic:
-        return nic ? nic->name : "";
+        if (nic) out += nic->name;
+        return;
       case Placeholder::kNicNetdev:
-        return nic ? nic->netdev : "";
+        if (nic) out += nic->netdev;
+        return;
       case Placeholder::kNicRdma:
-        return nic ? nic->rdma : "";
+        if (nic) out += nic->rdma;
+        return;
       case Placeholder::kNicIndex:
-        return number_if(nic, nic ? nic_ordinal(*nic) : 0);
+        return append_number(out, nic ? nic_ordinal(*nic) : 0, nic != nullptr);
       case Placeholder::kNicMapping:
-        return nic ? node_.nic_mapping : "";
+        if (nic) out += node_.nic_mapping;
+        return;
       case Placeholder::kNodeNics:
-        return node_.node_nics;
+        out += node_.node_nics;
+        return;
       case Placeholder::kNodeNicsNetdev:
-        return node_.node_nics_netdev;
+        out += node_.node_nics_netdev;
+        return;
       case Placeholder::kNodeNicsRdma:
-        return node_.node_nics_rdma;
+        out += node_.node_nics_rdma;
+        return;
       case Placeholder::kOmpThreads:
-        return std::to_string(omp_threads());
+        return append_number(out, omp_threads());
       case Placeholder::kCclWorkerAffinity:
-        return node_.ccl_worker_affinity;
+        out += node_.ccl_worker_affinity;
+        return;
       case Placeholder::kCpuMask:
-        return task_->cpus.to_mask();
+        out += task_->cpus.to_mask();
+        return;
       case Placeholder::kNcpus:
-        return std::to_string(task_->cpus.count());
+        return append_number(out, task_->cpus.count());
       case Placeholder::kNcores:
-        return std::to_string(task_->ncores);
+        return append_number(out, task_->ncores);
       case Placeholder::kNuma:
-        return number_if(task_->numa >= 0, task_->numa);
+        return append_number(out, task_->numa, task_->numa >= 0);
       case Placeholder::kL3:
-        return number_if(task_->l3 >= 0, task_->l3);
+        return append_number(out, task_->l3, task_->l3 >= 0);
       case Placeholder::kLocalRank:
-        return std::to_string(task_->rank);
+        return append_number(out, task_->rank);
       case Placeholder::kNtasks:
-        return std::to_string(ntasks_);
+        return append_number(out, ntasks_);
       default:  // written by compute()
-        break;
+        return;
     }
-    return "";
   }
 
   // A task with k > 1 visible GPU devices runs one worker per device (torchrun, accelerate,
@@ -1304,19 +1320,33 @@ class CompiledGroup {
   explicit CompiledGroup(const std::vector<EnvTemplate>& group)
       : templates_(group), compiled_(group.size()) {}
 
+  // `selector` is a vendor or NIC kind name, or "" for templates that apply to every task.
   void append(std::string_view selector, PlaceholderSource& values, EnvList& env) {
-    for (size_t i = 0; i < templates_.size(); ++i) {
+    if (!selected_ || selector != *selected_) select(selector);
+    for (int i : chosen_) {
       const EnvTemplate& tmpl = templates_[i];
-      if (!tmpl.when.empty() && tmpl.when != selector) continue;
-      if (!compiled_[i]) compiled_[i].emplace(tmpl.value);
       env.add_written(tmpl.name, tmpl.only_if_unset,
                       [&](std::string& out) { return compiled_[i]->render_to(values, out); });
     }
   }
 
  private:
+  // The templates for `selector`, compiled. Tasks of a step mostly share one selector.
+  void select(std::string_view selector) {
+    selected_ = selector;
+    chosen_.clear();
+    for (size_t i = 0; i < templates_.size(); ++i) {
+      const EnvTemplate& tmpl = templates_[i];
+      if (!tmpl.when.empty() && tmpl.when != selector) continue;
+      if (!compiled_[i]) compiled_[i].emplace(tmpl.value);
+      chosen_.push_back(static_cast<int>(i));
+    }
+  }
+
   const std::vector<EnvTemplate>& templates_;
-  std::vector<std::optional<CompiledTemplate>> compiled_;
+  Scratch<std::optional<CompiledTemplate>> compiled_;
+  std::optional<std::string_view> selected_;
+  Scratch<int> chosen_;
 };
 
 void Planner::render_env() {
@@ -1432,7 +1462,7 @@ Result<Plan> Planner::run() {
   }
 
   plan_.tasks.resize(ntasks_);
-  std::vector<int> numas, l3s, cores;  // scratch lists, reused across tasks
+  Scratch<int> numas, l3s, cores;  // scratch lists, reused across tasks
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
     plan.rank = task;
@@ -1452,7 +1482,7 @@ Result<Plan> Planner::run() {
     // Memory goes to the first GPU's NUMA node (and L3) when the task has cores there, even if
     // its spare cores lie mostly elsewhere.
     const Locality* gpu = task_gpus_[task].empty() ? nullptr : &gpu_locality(task_gpus_[task][0]);
-    auto holds = [](const std::vector<int>& values, int v) {
+    auto holds = [](const Scratch<int>& values, int v) {
       return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
     };
     plan.numa = gpu && holds(numas, gpu->numa) ? gpu->numa : majority(numas);
@@ -1477,7 +1507,7 @@ Result<Plan> Planner::run() {
 // Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
 // CPUs may lie elsewhere), naming the first few.
 void Planner::warn_tasks_far_from_gpus() {
-  std::vector<int> far;
+  Scratch<int> far;
   for (const TaskPlan& task : plan_.tasks) {
     if (task.gpus.empty() || task.gpus[0].gpu < 0) continue;
     const bool near = std::any_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpu& gpu) {

@@ -53,7 +53,11 @@ class EnvList {
       add(var.name, var.value, var.only_if_unset);
   }
 
-  void add(std::string_view name, std::string_view value, bool only_if_unset = false);
+  void add(std::string_view name, std::string_view value, bool only_if_unset = false) {
+    char* p = grow(name, value.size(), only_if_unset);
+    std::memcpy(p, value.data(), value.size());
+    ++count_;
+  }
 
   // Adds `name` with the value `write(std::string& out)` appends to `out`; when `write` returns
   // false the variable is not added (a template with an empty placeholder). Values are thus
@@ -105,8 +109,28 @@ class EnvList {
   static size_t next(const std::string& text, size_t at) {
     return at + kHeader + u32_at(text, at) + u32_at(text, at + sizeof(uint32_t));
   }
-  size_t begin_var(std::string_view name, bool only_if_unset);
-  void end_var(size_t start, size_t name_bytes);
+  // Appends a variable's header and name with room for `value_bytes`, where it returns.
+  char* grow(std::string_view name, size_t value_bytes, bool only_if_unset) {
+    const size_t start = text_.size();
+    text_.resize(start + kHeader + name.size() + value_bytes);
+    char* p = text_.data() + start;
+    const uint32_t lengths[2] = {static_cast<uint32_t>(name.size()),
+                                 static_cast<uint32_t>(value_bytes)};
+    std::memcpy(p, lengths, sizeof lengths);
+    p[sizeof lengths] = only_if_unset ? 1 : 0;
+    std::memcpy(p + kHeader, name.data(), name.size());
+    return p + kHeader + name.size();
+  }
+  size_t begin_var(std::string_view name, bool only_if_unset) {
+    const size_t start = text_.size();
+    grow(name, 0, only_if_unset);
+    return start;
+  }
+  void end_var(size_t start, size_t name_bytes) {
+    const auto value_bytes = static_cast<uint32_t>(text_.size() - start - kHeader - name_bytes);
+    std::memcpy(text_.data() + start + sizeof(uint32_t), &value_bytes, sizeof value_bytes);
+    ++count_;
+  }
 
   std::string text_;
   size_t count_ = 0;
