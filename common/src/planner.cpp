@@ -30,6 +30,12 @@ struct UsableCore {
   int package = 0, numa = 0, l3 = -1;
 };
 
+// std::stable_sort takes a heap buffer even for sorted input, which planning usually gives it.
+template <class Vector, class Less>
+void stable_sort_unless_sorted(Vector& v, Less less) {
+  if (!std::is_sorted(v.begin(), v.end(), less)) std::stable_sort(v.begin(), v.end(), less);
+}
+
 // Indices into the usable-core list.
 using Region = Scratch<int>;
 
@@ -424,7 +430,7 @@ Scratch<Scratch<int>> Planner::gpu_chunks(const Scratch<int>& sizes) const {
     grow(chunks[c], static_cast<int>(seed - taken.begin()), sizes[c], false);
   }
   std::erase_if(chunks, [](const Scratch<int>& chunk) { return chunk.empty(); });
-  std::stable_sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
+  stable_sort_unless_sorted(chunks, [](const auto& a, const auto& b) {
     return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
   });
   return chunks;
@@ -837,9 +843,8 @@ void Planner::assign_cores() {
     }
   }
   // Smaller domains first, so a domain nested in another keeps its cores.
-  std::stable_sort(domains.begin(), domains.end(), [](const Domain& a, const Domain& b) {
-    return a.cpus.count() < b.cpus.count();
-  });
+  stable_sort_unless_sorted(
+      domains, [](const Domain& a, const Domain& b) { return a.cpus.count() < b.cpus.count(); });
 
   home_share_.assign(ntasks_, 0);
   Region free;
