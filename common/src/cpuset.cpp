@@ -144,7 +144,7 @@ void CpuSet::trim() {
     --size_;
 }
 
-void CpuSet::set(int cpu) {
+void CpuSet::set_beyond(int cpu) {
   if (cpu < 0 || cpu > kMaxCpu) return;  // callers validate; never allocate for garbage
   const size_t w = static_cast<size_t>(cpu) / 64;
   grow(w + 1);
@@ -269,7 +269,7 @@ void CpuSet::append_list(std::string& text) const {
   char number[16];
   auto append = [&](int value) {
     const auto [end, ec] = std::to_chars(number, number + sizeof number, value);
-    text.append(number, end);
+    text.append(number, static_cast<size_t>(end - number));  // (iterators: a slow replace)
   };
   int run_start = -1, previous = -2;
   auto close_run = [&] {

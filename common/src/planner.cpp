@@ -1106,13 +1106,6 @@ std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks
   return text;
 }
 
-// Placeholder values that are the same in every task of the step.
-struct NodeValues {
-  std::string nic_mapping;
-  std::string node_nics, node_nics_netdev, node_nics_rdma;
-  std::string ccl_worker_affinity;
-};
-
 // Appends the non-empty results of `field` over NIC indices to `text`, comma-separated.
 template <class Field>
 void append_nics(const Topology& topo, std::span<const int> nics, Field field, std::string& text) {
@@ -1158,37 +1151,60 @@ std::string ccl_worker_cpus(const std::vector<TaskPlan>& tasks) {
   return text;
 }
 
-// Whether any template of the policy uses the placeholder (to skip work no task needs).
-bool policy_uses(const SitePolicy& policy, std::string_view placeholder) {
-  for (const auto* group : {&policy.gpu_env, &policy.nic_env, &policy.omp_env}) {
-    for (const EnvTemplate& t : *group) {
-      if (t.value.find(placeholder) != std::string::npos) return true;
+// Placeholder values that are the same in every task of the step, each computed the first time
+// a template asks for it (most policies use none of them).
+class NodeValues {
+ public:
+  NodeValues(const Topology& topo, const std::vector<TaskPlan>& tasks)
+      : topo_(topo), tasks_(tasks) {}
+
+  const std::string& get(Placeholder p) {
+    const size_t slot = std::find(kNodeWide.begin(), kNodeWide.end(), p) - kNodeWide.begin();
+    if (slot == kNodeWide.size()) return empty_;
+    std::optional<std::string>& value = values_[slot];
+    if (!value) value = compute(p);
+    return *value;
+  }
+
+ private:
+  std::string compute(Placeholder p) const {
+    switch (p) {
+      case Placeholder::kNicMapping:
+        return nic_mapping(topo_, tasks_);
+      case Placeholder::kNodeNics:
+        return join_nics(topo_, nics_in_order(), [](const Nic& n) { return n.name; });
+      case Placeholder::kNodeNicsNetdev:
+        return join_nics(topo_, nics_in_order(), [](const Nic& n) { return n.netdev; });
+      case Placeholder::kNodeNicsRdma:
+        return join_nics(topo_, nics_in_order(), [](const Nic& n) { return n.rdma; });
+      case Placeholder::kCclWorkerAffinity:
+        return ccl_worker_cpus(tasks_);
+      default:
+        return {};
     }
   }
-  return false;
-}
 
-NodeValues node_values(const Topology& topo, const SitePolicy& policy,
-                       const std::vector<TaskPlan>& tasks) {
-  NodeValues values;
-  values.nic_mapping = nic_mapping(topo, tasks);
-  Scratch<int> all(topo.nics.size());
-  std::iota(all.begin(), all.end(), 0);
-  std::sort(all.begin(), all.end(),
-            [&](int a, int b) { return nic_order(topo.nics[a]) < nic_order(topo.nics[b]); });
-  values.node_nics = join_nics(topo, all, [](const Nic& n) { return n.name; });
-  values.node_nics_netdev = join_nics(topo, all, [](const Nic& n) { return n.netdev; });
-  values.node_nics_rdma = join_nics(topo, all, [](const Nic& n) { return n.rdma; });
-  // Walks every task's CPUs: only for policies that ask for it.
-  if (policy_uses(policy, "{ccl_worker_affinity}"))
-    values.ccl_worker_affinity = ccl_worker_cpus(tasks);
-  return values;
-}
+  Scratch<int> nics_in_order() const {
+    Scratch<int> all(topo_.nics.size());
+    std::iota(all.begin(), all.end(), 0);
+    std::sort(all.begin(), all.end(),
+              [&](int a, int b) { return nic_order(topo_.nics[a]) < nic_order(topo_.nics[b]); });
+    return all;
+  }
+
+  const Topology& topo_;
+  const std::vector<TaskPlan>& tasks_;
+  static constexpr std::array kNodeWide = {Placeholder::kNicMapping, Placeholder::kNodeNics,
+                                           Placeholder::kNodeNicsNetdev, Placeholder::kNodeNicsRdma,
+                                           Placeholder::kCclWorkerAffinity};
+  std::array<std::optional<std::string>, kNodeWide.size()> values_;  // in kNodeWide's order
+  const std::string empty_;
+};
 
 // A task's placeholder values, each computed the first time a template asks for it.
 class TaskPlaceholders : public PlaceholderSource {
  public:
-  TaskPlaceholders(const Topology& topo, int ntasks, const NodeValues& node)
+  TaskPlaceholders(const Topology& topo, int ntasks, NodeValues& node)
       : topo_(topo), ntasks_(ntasks), node_(node) {}
 
   // Values for `task` from now on (one object serves every task of the plan).
@@ -1246,7 +1262,7 @@ class TaskPlaceholders : public PlaceholderSource {
     if (!ok) return;
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-    out.append(digits, end);
+    out.append(digits, static_cast<size_t>(end - digits));
   }
 
   void append_value(Placeholder p, std::string& out) const {
@@ -1266,22 +1282,16 @@ class TaskPlaceholders : public PlaceholderSource {
       case Placeholder::kNicIndex:
         return append_number(out, nic ? nic_ordinal(*nic) : 0, nic != nullptr);
       case Placeholder::kNicMapping:
-        if (nic) out += node_.nic_mapping;
+        if (nic) out += node_.get(p);
         return;
       case Placeholder::kNodeNics:
-        out += node_.node_nics;
-        return;
       case Placeholder::kNodeNicsNetdev:
-        out += node_.node_nics_netdev;
-        return;
       case Placeholder::kNodeNicsRdma:
-        out += node_.node_nics_rdma;
+      case Placeholder::kCclWorkerAffinity:
+        out += node_.get(p);
         return;
       case Placeholder::kOmpThreads:
         return append_number(out, omp_threads());
-      case Placeholder::kCclWorkerAffinity:
-        out += node_.ccl_worker_affinity;
-        return;
       case Placeholder::kCpuMask:
         out += task_->cpus.to_mask();
         return;
@@ -1313,7 +1323,7 @@ class TaskPlaceholders : public PlaceholderSource {
   const Topology& topo_;
   const TaskPlan* task_ = nullptr;
   int ntasks_;
-  const NodeValues& node_;
+  NodeValues& node_;
   PlaceholderValues values_;
   std::array<bool, static_cast<size_t>(Placeholder::kCount)> done_{};
 };
@@ -1355,7 +1365,7 @@ class CompiledGroup {
 };
 
 void Planner::render_env() {
-  const NodeValues node = node_values(topo_, policy_, plan_.tasks);
+  NodeValues node(topo_, plan_.tasks);
   const bool omp_places = request_.omp_places.value_or(policy_.omp_places);
   CompiledGroup gpu_env(policy_.gpu_env), nic_env(policy_.nic_env), omp_env(policy_.omp_env);
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each

@@ -25,7 +25,15 @@ class CpuSet {
   // "0xfe000000000000" or Linux "ff,ffffffff" (32-bit groups); the 0x prefix is optional.
   static Result<CpuSet> parse_mask(std::string_view text);
 
-  void set(int cpu);  // CPUs outside 0..kMaxCpu are ignored: validate input before
+  // CPUs outside 0..kMaxCpu are ignored: validate input before
+  void set(int cpu) {
+    const auto w = static_cast<size_t>(cpu) / 64;
+    if (cpu >= 0 && w < size_) {
+      data()[w] |= uint64_t{1} << (cpu % 64);
+    } else {
+      set_beyond(cpu);
+    }
+  }
   // first..last inclusive, a word at a time: a hostile list of wide ranges costs little.
   void set_range(int first, int last);
   void reset(int cpu);
@@ -70,7 +78,8 @@ class CpuSet {
   const uint64_t* data() const { return heap_.empty() ? inline_ : heap_.data(); }
   uint64_t* data() { return heap_.empty() ? inline_ : heap_.data(); }
   uint64_t word(size_t w) const { return w < size_ ? data()[w] : 0; }
-  void grow(size_t words);  // size_ >= words, new words zero
+  void set_beyond(int cpu);  // set() of a CPU past the current words
+  void grow(size_t words);   // size_ >= words, new words zero
   void trim();
 
   uint64_t inline_[kInlineWords] = {};
