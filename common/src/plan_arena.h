@@ -18,6 +18,20 @@
 
 namespace gpubind {
 
+// Under AddressSanitizer scratch stays on the heap, so every out-of-bounds access is still seen
+// (inside one arena buffer it would not be).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kScratchInArena = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kScratchInArena = false;
+#else
+inline constexpr bool kScratchInArena = true;
+#endif
+#else
+inline constexpr bool kScratchInArena = true;
+#endif
+
 class PlanArena {
  public:
   PlanArena();  // becomes the calling thread's arena until destroyed
@@ -71,13 +85,13 @@ struct ArenaAllocator {
   ArenaAllocator(const ArenaAllocator<U>&) {}
 
   T* allocate(std::size_t n) {
-    if (PlanArena* arena = PlanArena::current())
-      return static_cast<T*>(arena->allocate(n * sizeof(T)));
+    PlanArena* arena = kScratchInArena ? PlanArena::current() : nullptr;
+    if (arena) return static_cast<T*>(arena->allocate(n * sizeof(T)));
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t) {
     // Arena memory goes with its arena; a vector made outside one came from the heap.
-    const PlanArena* arena = PlanArena::current();
+    const PlanArena* arena = kScratchInArena ? PlanArena::current() : nullptr;
     if (!arena || !arena->holds(p)) ::operator delete(p);
   }
   template <class U>
