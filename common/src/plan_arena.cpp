@@ -14,7 +14,7 @@ PlanArena::~PlanArena() {
 
 void* PlanArena::allocate_in_new_chunk(std::size_t bytes) {
   const std::size_t last = chunks_.empty() ? kInlineBytes : chunks_.back().size;
-  const std::size_t size = std::max(2 * last, bytes);
+  const std::size_t size = std::max(std::min(2 * last, kMaxChunkBytes), bytes);
   // new[] of std::byte is aligned for any fundamental type.
   chunks_.push_back({std::make_unique_for_overwrite<std::byte[]>(size), size});
   next_ = chunks_.back().bytes.get();

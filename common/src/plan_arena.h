@@ -56,8 +56,10 @@ class PlanArena {
 
  private:
   // Room for a small plan's scratch (a few KiB per hundred cores); larger plans take chunks
-  // from the heap, each twice the last.
+  // from the heap, each twice the last up to 64 KiB (or one vector's size). Past that, chunks
+  // would be mapped and unmapped per plan, each page faulted in anew.
   static constexpr std::size_t kInlineBytes = 16 * 1024;
+  static constexpr std::size_t kMaxChunkBytes = 64 * 1024;
   struct Chunk {
     std::unique_ptr<std::byte[]> bytes;
     std::size_t size;
