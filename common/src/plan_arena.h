@@ -87,12 +87,14 @@ struct ArenaAllocator {
   ArenaAllocator(const ArenaAllocator<U>&) {}
 
   T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t), "the arena aligns to max_align_t");
     PlanArena* arena = kScratchInArena ? PlanArena::current() : nullptr;
     if (arena) return static_cast<T*>(arena->allocate(n * sizeof(T)));
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t) {
-    // Arena memory goes with its arena; a vector made outside one came from the heap.
+    // Arena memory goes with its arena; a vector made outside one came from the heap. Only the
+    // current arena is asked: arenas do not nest inside a plan.
     const PlanArena* arena = kScratchInArena ? PlanArena::current() : nullptr;
     if (!arena || !arena->holds(p)) ::operator delete(p);
   }
