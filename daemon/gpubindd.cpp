@@ -28,6 +28,7 @@
 #include "gpubind/planner.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
+#include "gpubind/sanitizers.h"
 #include "listener.h"
 #include "log.h"
 #include "plan_workers.h"
@@ -249,20 +250,10 @@ void bound_allocator_memory() {
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define GPUBIND_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GPUBIND_ASAN 1
-#endif
-#endif
-
 void give_back_free_memory() {
-#ifndef GPUBIND_ASAN
-  malloc_trim(0);
-#endif
   // Under AddressSanitizer its own allocator holds the heap: glibc's malloc_trim would set up
   // arenas no thread is attached to, and glibc aborts when the workers exit.
+  if constexpr (!kAddressSanitizer) malloc_trim(0);
 }
 
 int serve(const Options& options) {

@@ -16,21 +16,13 @@
 #include <new>
 #include <vector>
 
+#include "gpubind/sanitizers.h"
+
 namespace gpubind {
 
 // Under AddressSanitizer scratch stays on the heap, so every out-of-bounds access is still seen
 // (inside one arena buffer it would not be).
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kScratchInArena = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kScratchInArena = false;
-#else
-inline constexpr bool kScratchInArena = true;
-#endif
-#else
-inline constexpr bool kScratchInArena = true;
-#endif
+inline constexpr bool kScratchInArena = !kAddressSanitizer;
 
 class PlanArena {
  public:
