@@ -1,0 +1,143 @@
+/*
+ * mbench: times LLNL mpibind's mapping of one hwloc XML dump, for side-by-side comparison with
+ * `gpubindctl plan --time` (bench/mpibind/compare.py). Built against an mpibind source tree by
+ * scripts/compare-mpibind; mpibind itself is not part of gpubind.
+ *
+ *   mbench [--env] XML NTASKS [REPEATS]   median of REPEATS timed mappings (default 2000)
+ *
+ * One timed mapping is mpibind_init, set_topology, set_ntasks, mpibind() and mpibind_finalize;
+ * with --env also mpibind_set_env_vars, which builds the tasks' variables as mpibind's Slurm
+ * plugin does (gpubind's plan always includes its tasks' environments).
+ *
+ * The XML is loaded once with mpibind's own loader (mpibind_load_topology); mpibind() leaves a
+ * caller's topology unchanged when no restrict set is given, so every repetition maps the same
+ * topology.
+ *
+ * Prints "gpus_total=G task0_gpus=N task0_cpus=C" from an untimed first mapping, then
+ * "median_us=M min_us=m repeats=R ntasks=T". Exit status: 0 ok, 1 usage or load error, 2 mpibind
+ * failed, 128+signal when mpibind crashed.
+ */
+#define _GNU_SOURCE
+#include <hwloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpibind.h"
+
+#define WARMUP 100
+
+static void crash_handler(int sig) {
+  char msg[96];
+  int n =
+      snprintf(msg, sizeof(msg), "error: mpibind crashed (signal %d: %s)\n", sig, strsignal(sig));
+  if (n > 0) (void)!write(STDERR_FILENO, msg, (size_t)n);
+  _exit(128 + sig);
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* One mapping; on success the handle is returned for the caller to finalize. */
+static int map_once(hwloc_topology_t topo, int ntasks, int with_env, mpibind_t** out) {
+  mpibind_t* h = NULL;
+  int rc;
+  if (mpibind_init(&h) != 0 || h == NULL) return -1;
+  if (mpibind_set_topology(h, topo) != 0) return -2;
+  if (mpibind_set_ntasks(h, ntasks) != 0) return -3;
+  /* On failure the handle is not finalized: mpibind may fail before allocating the arrays
+     mpibind_finalize frees. */
+  rc = mpibind(h);
+  if (rc != 0) return rc;
+  if (with_env && mpibind_set_env_vars(h) != 0) return -4;
+  *out = h;
+  return 0;
+}
+
+static void usage(const char* self) {
+  fprintf(stderr, "usage: %s [--env] XML NTASKS [REPEATS]\n", self);
+}
+
+int main(int argc, char* argv[]) {
+  int with_env = 0, ntasks, repeats = 2000, i, rc, first = 1;
+  hwloc_topology_t topo;
+  mpibind_t* h = NULL;
+  double* samples;
+
+  signal(SIGSEGV, crash_handler);
+  signal(SIGBUS, crash_handler);
+  signal(SIGFPE, crash_handler);
+  signal(SIGABRT, crash_handler);
+  signal(SIGILL, crash_handler);
+
+  if (argc > 1 && strcmp(argv[1], "--env") == 0) {
+    with_env = 1;
+    first = 2;
+  }
+  if (argc - first < 2 || argc - first > 3) {
+    usage(argv[0]);
+    return 1;
+  }
+  const char* xml = argv[first];
+  ntasks = atoi(argv[first + 1]);
+  if (argc - first == 3) repeats = atoi(argv[first + 2]);
+  if (ntasks <= 0 || repeats <= 0) {
+    fprintf(stderr, "error: NTASKS and REPEATS must be positive\n");
+    return 1;
+  }
+
+  if (hwloc_topology_init(&topo) < 0 || hwloc_topology_set_xml(topo, xml) < 0 ||
+      mpibind_load_topology(topo) != 0) {
+    fprintf(stderr, "error: cannot load %s\n", xml);
+    return 1;
+  }
+
+  rc = map_once(topo, ntasks, with_env, &h);
+  if (rc != 0) {
+    fprintf(stderr, "error: mpibind failed (rc=%d) on %s with %d tasks\n", rc, xml, ntasks);
+    return 2;
+  }
+  {
+    int ngpus = 0, ncpus = 0;
+    (void)mpibind_get_cpus_ptask(h, 0, &ncpus);
+    if (mpibind_get_gpus_ptask(h, 0, &ngpus) == NULL) ngpus = 0;
+    printf("gpus_total=%d task0_gpus=%d task0_cpus=%d\n", mpibind_get_num_gpus(h), ngpus, ncpus);
+    mpibind_finalize(h);
+  }
+
+  samples = malloc(sizeof(double) * (size_t)repeats);
+  if (samples == NULL) {
+    fprintf(stderr, "error: out of memory\n");
+    return 1;
+  }
+  for (i = -WARMUP; i < repeats; i++) {
+    double t0 = now_ns();
+    rc = map_once(topo, ntasks, with_env, &h);
+    if (rc == 0) rc = mpibind_finalize(h);
+    double t1 = now_ns();
+    if (rc != 0) {
+      fprintf(stderr, "error: mpibind failed (rc=%d) in repetition %d\n", rc, i);
+      return 2;
+    }
+    if (i >= 0) samples[i] = t1 - t0;
+  }
+  qsort(samples, (size_t)repeats, sizeof(double), cmp_double);
+  double median = (repeats % 2) ? samples[repeats / 2]
+                                : 0.5 * (samples[repeats / 2 - 1] + samples[repeats / 2]);
+  printf("median_us=%.3f min_us=%.3f repeats=%d ntasks=%d\n", median / 1e3, samples[0] / 1e3,
+         repeats, ntasks);
+  free(samples);
+  hwloc_topology_destroy(topo);
+  return 0;
+}

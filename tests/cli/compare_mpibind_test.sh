@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# bench/mpibind/compare.py, the comparison scripts/compare-mpibind runs: task counts, ratios,
+# summaries, dumps mpibind cannot map, and bad input. gpubindctl is the real one, on the
+# fixtures; mpibind is not a Debian package, so a stand-in answers as mbench does, with fixed
+# times (10 µs per task, 12 with --env; 1 ns for one task, which gpubind cannot beat) and a crash
+# on one dump.
+# Usage: compare_mpibind_test.sh PATH/TO/gpubindctl SOURCE_DIR
+set -uo pipefail
+ctl=$1
+source_dir=$2
+compare=$source_dir/bench/mpibind/compare.py
+fixtures=$source_dir/tests/fixtures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+
+cat >"$tmp/mbench" <<'EOF'
+#!/usr/bin/env bash
+env=0
+[[ $1 == --env ]] && { env=1; shift; }
+case $1 in
+  *lumi-g.xml) echo "error: mpibind crashed (signal 11: Segmentation fault)" >&2; exit 139 ;;
+  *workstation-mixed.xml) gpus=0 ;;
+  *) gpus=1 ;;
+esac
+per_task=$((env ? 12 : 10))
+median=$(($2 * per_task)).000
+[[ $2 == 1 ]] && median=0.001
+echo "gpus_total=$gpus task0_gpus=$gpus task0_cpus=1"
+echo "median_us=$median min_us=0.001 repeats=$3 ntasks=$2"
+EOF
+chmod +x "$tmp/mbench"
+run() { python3 "$compare" --mbench "$tmp/mbench" --gpubindctl "$ctl" --rounds 1 --repeats 5 "$@"; }
+
+# dgx-h100: 8 GPUs, 112 cores; workstation-mixed: 2 GPUs, 8 cores; lumi-g: mpibind crashes.
+run "$fixtures/dgx-h100.xml" "$fixtures/workstation-mixed.xml" "$fixtures/lumi-g.xml" \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "the comparison runs (exit 0)" '[[ $rc -eq 0 ]]'
+counts=$(awk -F'|' '$2 ~ /dgx-h100/ {gsub(/ /, "", $3); printf "%s ", $3}' "$tmp/out")
+check "default task counts are 1, G/2, G, 2G, 3G, 8 and one per core (got: $counts)" \
+  '[[ $counts == "1 4 8 16 24 112 " ]]'
+counts=$(awk -F'|' '$2 ~ /workstation/ {gsub(/ /, "", $3); printf "%s ", $3}' "$tmp/out")
+check "counts are distinct and sorted (got: $counts)" '[[ $counts == "1 2 4 6 8 " ]]'
+# Every ratio is mpibind's time over gpubind's, both as printed (to rounding).
+check "ratios are mpibind's time over gpubind's" "awk -F'|' '\$3 ~ /[0-9]/ {
+  m = \$4; e = \$5; g = \$6; if (g <= 0) exit 1;
+  if ((m / g - \$7) ^ 2 > 0.03 ^ 2 || (e / g - \$8) ^ 2 > 0.03 ^ 2) exit 1 }' '$tmp/out' &&
+   [[ \$(grep -c '^| [a-z].* | [0-9]* | ' '$tmp/out') -eq 11 ]]"
+check "the stand-in's times are in the table" \
+  "grep -q '^| dgx-h100 | 8 | 80.0 | 96.0 |' '$tmp/out'"
+check "a GPU node where mpibind maps no GPU is marked" \
+  "grep -q '^| workstation-mixed (mpibind maps no GPU) | 8 |' '$tmp/out'"
+check "a dump mpibind cannot map is left out, with mpibind's message" \
+  "grep -q 'left out: lumi-g with 8 tasks: mpibind: error: mpibind crashed (signal 11' '$tmp/out' &&
+   ! grep -q '^| lumi-g' '$tmp/out'"
+check "8-task summary over the two dumps mpibind maps" "grep -q '^- 8 tasks (2 dumps)' '$tmp/out'"
+check "one-task-per-core summary" "grep -q '^- one task per core (2 dumps)' '$tmp/out'"
+check "the cases where gpubind is not faster are named" \
+  "grep -q '^- gpubind faster than mpibind.s mapping alone in 9 of 11 cases; not in: dgx-h100 1 tasks (0.00), workstation-mixed 1 tasks (0.00)\$' '$tmp/out'"
+
+run --tasks 8,x "$fixtures/dgx-h100.xml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a bad task count is refused (exit 2), named" \
+  "[[ $rc -eq 2 ]] && grep -q \"'x' is not a task count\" '$tmp/err' && [[ ! -s '$tmp/out' ]]"
+run "$tmp/absent.xml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a missing dump is refused (exit 2), named, before any table" \
+  "[[ $rc -eq 2 ]] && grep -q 'absent.xml: no such file or folder' '$tmp/err' && [[ ! -s '$tmp/out' ]]"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
