@@ -83,7 +83,7 @@ class Runner:
         if run.returncode != 0 or not found:
             last = (run.stderr.strip().splitlines() or ["exit status %d" % run.returncode])[-1]
             return None, last
-        gpus = re.search(r"task0_gpus=([0-9]+)", run.stdout)
+        gpus = re.search(r"gpus_total=([0-9]+)", run.stdout)
         return float(found.group(1)), int(gpus.group(1)) if gpus else 0
 
     def gpubind(self, xml, ntasks):
