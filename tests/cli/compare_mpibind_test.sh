@@ -12,11 +12,7 @@ compare=$source_dir/bench/mpibind/compare.py
 fixtures=$source_dir/tests/fixtures
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+source "$(dirname "$0")/lib.sh"
 
 cat >"$tmp/mbench" <<'EOF'
 #!/usr/bin/env bash
@@ -72,5 +68,4 @@ rc=$?
 check "a missing dump is refused (exit 2), named, before any table" \
   "[[ $rc -eq 2 ]] && grep -q 'absent.xml: no such file or folder' '$tmp/err' && [[ ! -s '$tmp/out' ]]"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

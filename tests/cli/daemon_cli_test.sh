@@ -12,10 +12,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 topology=$fixtures/lumi-g.xml
 policy=$fixtures/lumi-g.policy
@@ -74,5 +71,4 @@ pid=""
 [[ $rc -eq 0 ]] && ok "SIGTERM exits 0" || bad "SIGTERM exit $rc"
 [[ ! -e "$socket" ]] && ok "socket removed" || bad "socket removed"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -11,10 +11,7 @@ check=$build/bin/gpubind-check
 topology=$fixtures/lumi-g.xml
 tmp=$(mktemp -d /tmp/gpubind-run-test-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@" | head -20; failed=$((failed + 1)); }
+source "$(dirname "$0")/lib.sh"
 field() { sed -nE "s/.*\"$1\":\"([^\"]*)\".*/\1/p" <<<"$2"; }
 : >"$tmp/empty.conf"
 site=(--plugstack "$tmp/empty.conf")
@@ -88,5 +85,4 @@ out=$("${clean[@]}" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" --plugstack "$tmp/
 [[ $? -eq 0 && "$out" == *"running unbound"* && "$out" == *command-ran* ]] &&
   ok "on_error=skip (from an included file): runs unbound, says so" || bad "on_error=skip" "$out"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

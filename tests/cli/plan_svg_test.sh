@@ -8,10 +8,7 @@ source_dir=$2
 shared=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 if ! command -v rsvg-convert >/dev/null || ! command -v python3 >/dev/null; then
   echo "skipped: rsvg-convert (Debian package librsvg2-bin) and python3 are needed to render"
@@ -65,5 +62,4 @@ done
 out=$("$ctl" plan --topology tests/fixtures/lumi-g.xml --ntasks 8 --svg "" 2>&1)
 [[ $? -eq 2 && $out == *"--svg: empty path"* ]] && ok "empty path" || bad "empty path: $out"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish
