@@ -67,22 +67,27 @@ def dumps_of(inputs):
     return found
 
 
+class MpibindFailed(Exception):
+    """mpibind could not map the dump (its last line of error output, or why there was none)."""
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
         self.pin = ["taskset", "-c", str(args.cpu)]
 
     def mpibind(self, xml, ntasks, env):
+        """(median µs, the GPUs mpibind sees); MpibindFailed when it cannot map."""
         cmd = [self.args.mbench, *(["--env"] if env else []), xml, str(ntasks),
                str(self.args.repeats)]
         try:
             run = subprocess.run(self.pin + cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
-            return None, "no answer in 600 s"
+            raise MpibindFailed("no answer in 600 s")
         found = re.search(r"median_us=([0-9.]+)", run.stdout)
         if run.returncode != 0 or not found:
-            last = (run.stderr.strip().splitlines() or ["exit status %d" % run.returncode])[-1]
-            return None, last
+            raise MpibindFailed((run.stderr.strip().splitlines() or
+                                 ["exit status %d" % run.returncode])[-1])
         gpus = re.search(r"gpus_total=([0-9]+)", run.stdout)
         return float(found.group(1)), int(gpus.group(1)) if gpus else 0
 
@@ -106,7 +111,7 @@ class Runner:
 def task_counts(spec, gpus, cores):
     named = {"half": gpus // 2, "G": gpus, "2G": 2 * gpus, "3G": 3 * gpus, "cores": cores}
     counts = {named[t] if t in named else int(t) for t in spec.split(",")}
-    return sorted(n for n in counts if 1 <= n <= 4096)
+    return sorted(n for n in counts if 1 <= n <= 4096)  # gpubind's limit per node (kMaxTasks)
 
 
 def summary(rows, label):
@@ -137,23 +142,17 @@ def main():
         gpus, cores = shape
         for ntasks in task_counts(args.tasks, gpus, cores):
             samples = {"mpibind": [], "mpibind_env": [], "gpubind": []}
-            mapped_gpus = 0
-            for _ in range(args.rounds):
-                value, detail = runner.mpibind(xml, ntasks, env=False)
-                if value is None:
-                    break
-                mapped_gpus = detail
-                samples["mpibind"].append(value)
-                samples["gpubind"].append(runner.gpubind(xml, ntasks))
-                value, detail = runner.mpibind(xml, ntasks, env=True)
-                if value is None:
-                    break
-                samples["mpibind_env"].append(value)
-            if value is None:
-                left_out.append(f"{name} with {ntasks} tasks: mpibind: {detail}")
+            try:
+                for _ in range(args.rounds):
+                    median, mpibind_gpus = runner.mpibind(xml, ntasks, env=False)
+                    samples["mpibind"].append(median)
+                    samples["gpubind"].append(runner.gpubind(xml, ntasks))
+                    samples["mpibind_env"].append(runner.mpibind(xml, ntasks, env=True)[0])
+            except MpibindFailed as failure:
+                left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
                 continue
             row = {k: statistics.median(v) for k, v in samples.items()}
-            row.update(dump=name, ntasks=ntasks, cores=cores, no_gpu=gpus > 0 and mapped_gpus == 0)
+            row.update(dump=name, ntasks=ntasks, cores=cores, no_gpu=gpus > 0 and mpibind_gpus == 0)
             rows.append(row)
             note = " (mpibind maps no GPU)" if row["no_gpu"] else ""
             print(f"| {name}{note} | {ntasks} | {row['mpibind']:.1f} | {row['mpibind_env']:.1f} | "

@@ -26,7 +26,7 @@ esac
 per_task=$((env ? 120000 : 100000))
 median=$(($2 * per_task)).000
 [[ $2 == 1 ]] && median=0.001
-echo "gpus_total=$gpus task0_gpus=$gpus task0_cpus=1"
+echo "gpus_total=$gpus"
 echo "median_us=$median min_us=0.001 repeats=$3 ntasks=$2"
 EOF
 chmod +x "$tmp/mbench"
