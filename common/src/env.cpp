@@ -66,19 +66,6 @@ CompiledTemplate::CompiledTemplate(std::string_view value) {
   }
 }
 
-bool CompiledTemplate::render_to(PlaceholderSource& source, std::string& out) const {
-  if (malformed_) return false;
-  for (const Part& part : parts_) {
-    out.append(part.literal);
-    if (part.unknown) return false;
-    if (part.placeholder < 0) continue;
-    const std::string& filled = source.get(static_cast<Placeholder>(part.placeholder));
-    if (filled.empty()) return false;
-    out.append(filled);
-  }
-  return true;
-}
-
 std::optional<std::string> CompiledTemplate::render(PlaceholderSource& source) const {
   std::string out;
   if (!render_to(source, out)) return std::nullopt;

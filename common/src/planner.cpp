@@ -1201,8 +1201,19 @@ class NodeValues {
   const std::string empty_;
 };
 
+// A number's decimal digits.
+class Digits {
+ public:
+  explicit Digits(long n) : end_(std::to_chars(text_, text_ + sizeof text_, n).ptr) {}
+  std::string_view view() const { return {text_, static_cast<size_t>(end_ - text_)}; }
+
+ private:
+  char text_[24];
+  char* end_;
+};
+
 // A task's placeholder values, each computed the first time a template asks for it.
-class TaskPlaceholders : public PlaceholderSource {
+class TaskPlaceholders final : public PlaceholderSource {
  public:
   TaskPlaceholders(const Topology& topo, int ntasks, NodeValues& node)
       : topo_(topo), ntasks_(ntasks), node_(node) {}
@@ -1259,10 +1270,7 @@ class TaskPlaceholders : public PlaceholderSource {
 
   // Appends a number; nothing when `ok` is false (the placeholder is then empty).
   static void append_number(std::string& out, long n, bool ok = true) {
-    if (!ok) return;
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-    out.append(digits, static_cast<size_t>(end - digits));
+    if (ok) out.append(Digits(n).view());
   }
 
   void append_value(Placeholder p, std::string& out) const {
@@ -1335,24 +1343,26 @@ class CompiledGroup {
   explicit CompiledGroup(const std::vector<EnvTemplate>& group)
       : templates_(group), compiled_(group.size()) {}
 
-  // `selector` is a vendor or NIC kind name, or "" for templates that apply to every task.
-  void append(std::string_view selector, PlaceholderSource& values, EnvList& env) {
-    if (!selected_ || selector != *selected_) select(selector);
+  // `selector` is a vendor or NIC kind name (vendor_name, nic_kind_name: one string each, so
+  // tasks of the same kind are told by its address), or "" for templates that apply to every task.
+  void append(const char* selector, TaskPlaceholders& values, EnvList& env) {
+    if (selector != selected_) select(selector);
     for (int i : chosen_) {
       const EnvTemplate& tmpl = templates_[i];
-      env.add_written(tmpl.name, tmpl.only_if_unset,
-                      [&](std::string& out) { return compiled_[i]->render_to(values, out); });
+      env.add_written(tmpl.name, tmpl.only_if_unset, [&](EnvList::ValueWriter& out) {
+        return compiled_[i]->render_to(values, out);
+      });
     }
   }
 
  private:
   // The templates for `selector`, compiled. Tasks of a step mostly share one selector.
-  void select(std::string_view selector) {
+  void select(const char* selector) {
     selected_ = selector;
     chosen_.clear();
     for (size_t i = 0; i < templates_.size(); ++i) {
       const EnvTemplate& tmpl = templates_[i];
-      if (!tmpl.when.empty() && tmpl.when != selector) continue;
+      if (!tmpl.when.empty() && tmpl.when != std::string_view(selector)) continue;
       if (!compiled_[i]) compiled_[i].emplace(tmpl.value);
       chosen_.push_back(static_cast<int>(i));
     }
@@ -1360,7 +1370,7 @@ class CompiledGroup {
 
   const std::vector<EnvTemplate>& templates_;
   Scratch<std::optional<CompiledTemplate>> compiled_;
-  std::optional<std::string_view> selected_;
+  const char* selected_ = nullptr;
   Scratch<int> chosen_;
 };
 
@@ -1387,7 +1397,7 @@ void Planner::render_env() {
     }
     // Information for users and tools, and the marker that binding was done.
     env.add("GPUBIND_BOUND", "1");
-    env.add("GPUBIND_LOCAL_RANK", v.get(Placeholder::kLocalRank));
+    env.add("GPUBIND_LOCAL_RANK", Digits(task.rank).view());
     env.add("GPUBIND_CPUS", v.get(Placeholder::kCpus));
     if (!task.gpus.empty()) {
       env.add("GPUBIND_GPUS", v.get(Placeholder::kGpus));
@@ -1396,7 +1406,7 @@ void Planner::render_env() {
         env.add("GPUBIND_GPU_PCI", pci);
     }
     if (task.nic >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
-    if (task.numa >= 0) env.add("GPUBIND_NUMA", v.get(Placeholder::kNuma));
+    if (task.numa >= 0) env.add("GPUBIND_NUMA", Digits(task.numa).view());
     bytes = env.bytes();
   }
 }
@@ -1506,10 +1516,9 @@ Result<Plan> Planner::run() {
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
       const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];
-      TaskGpu gpu{
-          g, step_gpu.gpu, task_tiles_[task], step_gpu.token, node_gpu.pci_bus_id, node_gpu.vendor};
-      gpu.token = device_token(node_gpu, step_gpu.token, gpu.tile);
-      plan.gpus.push_back(std::move(gpu));
+      const int tile = task_tiles_[task];
+      plan.gpus.push_back({g, step_gpu.gpu, tile, device_token(node_gpu, step_gpu.token, tile),
+                           node_gpu.pci_bus_id, node_gpu.vendor});
     }
   }
   hand_out_unplaced_gpus();

@@ -132,5 +132,21 @@ TEST(CpuSet, AppendsItsListToText) {
   EXPECT_EQ(CpuSet::of({3}).to_list(), "3");
 }
 
+TEST(CpuSet, CountsEveryBitOfEveryWord) {
+  // Words of all bits, alternate bits, single high bits, across inline and heap storage.
+  CpuSet set;
+  int expected = 0;
+  for (int cpu = 0; cpu < 1024; ++cpu) {
+    const bool on = cpu < 64 || (cpu >= 128 && cpu < 256 && cpu % 2 == 0) || cpu % 64 == 63;
+    if (on) {
+      set.set(cpu);
+      ++expected;
+    }
+    ASSERT_EQ(set.count(), expected) << "after CPU " << cpu;
+  }
+  EXPECT_EQ(CpuSet::range(0, 4095).count(), 4096);
+  EXPECT_EQ(CpuSet().count(), 0);
+}
+
 }  // namespace
 }  // namespace gpubind

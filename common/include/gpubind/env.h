@@ -103,9 +103,22 @@ class CompiledTemplate {
   explicit CompiledTemplate(std::string_view value);
   // As render_template below.
   std::optional<std::string> render(PlaceholderSource& source) const;
-  // Appends the filled template to `out`; false (with `out` partly written) where render gives
-  // nullopt.
-  bool render_to(PlaceholderSource& source, std::string& out) const;
+  // Appends the filled template to `out` (a std::string or an EnvList::ValueWriter); false
+  // (with `out` partly written) where render gives nullopt. `source` is a PlaceholderSource;
+  // a final one is called directly.
+  template <class Source, class Out>
+  bool render_to(Source& source, Out& out) const {
+    if (malformed_) return false;
+    for (const Part& part : parts_) {
+      out.append(part.literal);
+      if (part.unknown) return false;
+      if (part.placeholder < 0) continue;
+      const std::string& filled = source.get(static_cast<Placeholder>(part.placeholder));
+      if (filled.empty()) return false;
+      out.append(std::string_view(filled));
+    }
+    return true;
+  }
 
  private:
   struct Part {

@@ -11,6 +11,7 @@
 #include "gpubind/env_list.h"
 #include "gpubind/policy.h"
 #include "gpubind/result.h"
+#include "gpubind/small_vector.h"
 #include "gpubind/topology.h"
 
 namespace gpubind {
@@ -71,8 +72,8 @@ struct TaskPlan {
   int rank = 0;  // node-local rank
   CpuSet cpus;
   int ncores = 0;
-  std::vector<TaskGpu> gpus;
-  int nic = -1;           // index into Topology::nics of the first NIC, -1 = none
+  SmallVector<TaskGpu, 1> gpus;  // inline: a task nearly always has one GPU
+  int nic = -1;                  // index into Topology::nics of the first NIC, -1 = none
   std::vector<int> nics;  // every NIC of the task: the nearest of each of its GPUs, in GPU order
   std::string nic_name;   // their names, "mlx5_0,mlx5_3"
   int numa = -1;          // NUMA node holding most of the task's CPUs
