@@ -18,7 +18,9 @@ class BufferPool {
   static constexpr size_t kLargest = 4096;            // larger buffers go straight to the heap
   static constexpr size_t kMaxKeptBytes = 256 << 10;  // per thread
 
+  BufferPool() { current = this; }
   ~BufferPool() {
+    current = nullptr;
     gone = true;
     for (char*& head : free_) {
       while (head) {
@@ -29,8 +31,10 @@ class BufferPool {
     }
   }
 
-  // Set when the calling thread's pool is destroyed (at its exit): lists freed after that, such
-  // as static ones, go to the heap. Trivially destructible, so it can still be read then.
+  // The calling thread's pool while it exists, and whether it is gone (destroyed at the
+  // thread's exit): lists freed before it was made or after it is gone, such as static ones,
+  // go to the heap. Trivially destructible, so both can still be read then.
+  static inline thread_local BufferPool* current = nullptr;
   static inline thread_local bool gone = false;
 
   static size_t rounded(size_t capacity) { return (capacity + kGrain - 1) / kGrain * kGrain; }
@@ -62,7 +66,8 @@ class BufferPool {
   size_t kept_bytes_ = 0;
 };
 
-// Under AddressSanitizer buffers go back to the heap, so a use after free is still seen.
+// The calling thread's pool, made on first use. Under AddressSanitizer buffers come from and go
+// back to the heap, so a use after free is still seen.
 BufferPool* thread_pool() {
   if constexpr (kAddressSanitizer) return nullptr;
   if (BufferPool::gone) return nullptr;
@@ -85,7 +90,9 @@ char* EnvList::acquire_buffer(size_t& capacity) {
 void EnvList::release_buffer(char* text, size_t capacity) {
   if (!text) return;
   if (capacity <= BufferPool::kLargest) {
-    if (BufferPool* pool = thread_pool(); pool && pool->keep(text, capacity)) return;
+    // Only a pool that exists: one made now, at the thread's or program's exit, would never
+    // be destroyed.
+    if (BufferPool* pool = BufferPool::current; pool && pool->keep(text, capacity)) return;
   }
   ::operator delete(text);
 }

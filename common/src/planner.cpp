@@ -1204,12 +1204,13 @@ class NodeValues {
 // A number's decimal digits.
 class Digits {
  public:
-  explicit Digits(long n) : end_(std::to_chars(text_, text_ + sizeof text_, n).ptr) {}
-  std::string_view view() const { return {text_, static_cast<size_t>(end_ - text_)}; }
+  explicit Digits(long n)
+      : size_(static_cast<size_t>(std::to_chars(text_, text_ + sizeof text_, n).ptr - text_)) {}
+  std::string_view view() const { return {text_, size_}; }
 
  private:
   char text_[24];
-  char* end_;
+  size_t size_;
 };
 
 // A task's placeholder values, each computed the first time a template asks for it.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +140,20 @@ TEST(EnvList, ListsMayOutliveTheirThreadsPool) {
     EnvList early{{"EARLY", "1", false}};
   }).join();
   EXPECT_EQ(texts(static_list()), std::vector<std::string>{"STATIC=1"});
+}
+
+TEST(EnvList, AWriteThatThrowsLeavesTheListAsItWas) {
+  EnvList env{{"A", "1", false}};
+  const EnvList before = env;
+  EXPECT_THROW(env.add_written("B", false,
+                               [](EnvList::ValueWriter& out) -> bool {
+                                 out += std::string(5000, 'x');  // grows the buffer first
+                                 throw std::runtime_error("no value");
+                               }),
+               std::runtime_error);
+  EXPECT_EQ(env, before);
+  env.add("C", "3");
+  EXPECT_EQ(texts(env), (std::vector<std::string>{"A=1", "C=3"}));
 }
 
 }  // namespace

@@ -108,7 +108,14 @@ class EnvList {
     const size_t start = size_;
     append_header(name, 0, only_if_unset);
     ValueWriter out(*this);
-    if (!write(out)) {
+    bool written = false;
+    try {
+      written = write(out);
+    } catch (...) {
+      size_ = start;  // no half-written variable stays behind
+      throw;
+    }
+    if (!written) {
       size_ = start;
       return false;
     }
@@ -172,7 +179,9 @@ class EnvList {
                                  static_cast<uint32_t>(value_bytes)};
     std::memcpy(header, lengths, sizeof lengths);
     header[sizeof lengths] = only_if_unset ? 1 : 0;
-    reserve(size_ + kHeader + name.size() + value_bytes);
+    // Doubling, so lists built without reserve() grow in few steps.
+    if (const size_t need = size_ + kHeader + name.size() + value_bytes; need > capacity_)
+      reallocate(std::max(need, 2 * capacity_));
     append_raw(header, kHeader);
     append_raw(name.data(), name.size());
   }

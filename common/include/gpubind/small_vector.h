@@ -27,8 +27,11 @@ class SmallVector {
   using const_reference = const T&;
 
   SmallVector() = default;
-  SmallVector(std::initializer_list<T> items) { assign(items.begin(), items.end()); }
-  SmallVector(const SmallVector& other) { assign(other.begin(), other.end()); }
+  // Delegating first, so the destructor frees what is built if a copy throws.
+  SmallVector(std::initializer_list<T> items) : SmallVector() {
+    assign(items.begin(), items.end());
+  }
+  SmallVector(const SmallVector& other) : SmallVector() { assign(other.begin(), other.end()); }
   SmallVector(SmallVector&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
     take(std::move(other));
   }
@@ -81,9 +84,14 @@ class SmallVector {
       // Built before moving, as `args` may name an element of this vector.
       T item(std::forward<Args>(args)...);
       reallocate(2 * capacity_);
-      return *std::construct_at(data_ + size_++, std::move(item));
+      T& added = *std::construct_at(data_ + size_, std::move(item));
+      ++size_;
+      return added;
     }
-    return *std::construct_at(data_ + size_++, std::forward<Args>(args)...);
+    // Counted once built: an element whose constructor throws is not there to destroy.
+    T& added = *std::construct_at(data_ + size_, std::forward<Args>(args)...);
+    ++size_;
+    return added;
   }
   void pop_back() { std::destroy_at(data_ + --size_); }
   void clear() {
@@ -113,12 +121,19 @@ class SmallVector {
   void assign(It first, It last) {
     clear();
     reserve(static_cast<size_type>(std::distance(first, last)));
-    for (; first != last; ++first)
-      std::construct_at(data_ + size_++, *first);
+    for (; first != last; ++first) {
+      std::construct_at(data_ + size_, *first);
+      ++size_;
+    }
   }
   void reallocate(size_type capacity) {
     T* bigger = std::allocator<T>().allocate(capacity);
-    std::uninitialized_move(begin(), end(), bigger);
+    try {
+      std::uninitialized_move(begin(), end(), bigger);
+    } catch (...) {
+      std::allocator<T>().deallocate(bigger, capacity);
+      throw;
+    }
     std::destroy(begin(), end());
     if (on_heap()) std::allocator<T>().deallocate(data_, capacity_);
     data_ = bigger;
