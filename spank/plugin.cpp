@@ -25,13 +25,13 @@ int on_option(int /*val*/, const char* optarg, int remote) {
   PluginState& s = state();
   s.option_given = true;
   s.option_value = optarg ? optarg : "";
-  auto flags = parse_user_flags(s.option_value);
+  auto flags = client::parse_user_flags(s.option_value);
   if (!flags) {
     if (!remote) slurm_error("gpubind: --%s: %s", kOptionName, flags.error().message.c_str());
     return -1;
   }
   if (flags->help && !remote) {
-    std::fputs(user_flags_help(), stderr);
+    std::fputs(client::user_flags_help(), stderr);
     std::exit(0);
   }
   return 0;
@@ -51,6 +51,22 @@ int guarded(const char* where, int failure, Fn fn) {
 }
 
 }  // namespace
+
+int check_flags_from_env() {
+  if (state().option_given) return 0;  // checked by the option callback
+  const char* from_env = std::getenv(kUserEnv);
+  if (!from_env) return 0;
+  auto flags = client::parse_user_flags(from_env);
+  if (!flags) {
+    slurm_error("gpubind: %s=%s: %s", kUserEnv, from_env, flags.error().message.c_str());
+    return -1;
+  }
+  if (flags->help) {
+    std::fputs(client::user_flags_help(), stderr);
+    std::exit(0);
+  }
+  return 0;
+}
 
 PluginState& state() {
   static PluginState instance;
@@ -75,7 +91,7 @@ extern "C" {
 
 GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("init", -1, [&] {
-    auto site = parse_site_args(std::vector<std::string>(av, av + ac));
+    auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
       slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
       return -1;
@@ -94,25 +110,30 @@ GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
 
 GPUBIND_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   return guarded("init_post_opt", -1, [&] {
-    const spank_context_t context = spank_context();
-    if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) return local_post_opt(sp);
-    return 0;
+    switch (spank_context()) {
+      case S_CTX_LOCAL:
+        return srun_post_opt(sp);
+      case S_CTX_ALLOCATOR:
+        return allocator_post_opt(sp);
+      default:
+        return 0;
+    }
   });
 }
 
 GPUBIND_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return guarded("local_user_init", 0,
-                 [&] { return spank_context() == S_CTX_LOCAL ? local_user_init(sp) : 0; });
+                 [&] { return spank_context() == S_CTX_LOCAL ? srun_user_init(sp) : 0; });
 }
 
 // User errors are reported from task_init: errors here are swallowed by srun and drain the node
 // under sbatch, so this never fails.
 GPUBIND_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {
-  return guarded("user_init", 0, [&] { return remote_user_init(sp); });
+  return guarded("user_init", 0, [&] { return slurmstepd_user_init(sp); });
 }
 
 GPUBIND_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
-  return guarded("task_init", 0, [&] { return remote_task_init(sp); });
+  return guarded("task_init", 0, [&] { return slurmstepd_task_init(sp); });
 }
 
 }  // extern "C"

@@ -6,14 +6,20 @@
 #include <utility>
 #include <vector>
 
-#include "options.h"
-#include "step_types.h"
+#include "gpubind/client/options.h"
+#include "gpubind/client/srun_options.h"
+#include "gpubind/client/types.h"
 
 extern "C" {
 #include <slurm/spank.h>
 }
 
 namespace gpubind::spank {
+
+// The launch client's names the plugin's contexts use.
+using client::SiteArgs;
+using client::StepPlan;
+using client::UserFlags;
 
 inline constexpr const char* kOptionName = "gpu-bind-auto";
 // How Slurm passes an option given to sbatch/salloc down to the steps of the job.
@@ -42,12 +48,16 @@ PluginState& state();
 // The spank_option the plugin registers (one object for the whole process).
 struct spank_option* bind_option();
 
-// Per-context entry points (local.cpp, remote.cpp).
-int local_post_opt(spank_t sp);
-int local_user_init(spank_t sp);
-// srun: each component's flags for a heterogeneous step (from init_post_opt).
-void local_components(spank_context_t context);
-int remote_user_init(spank_t sp);
-int remote_task_init(spank_t sp);
+// The user's flags from SLURM_GPU_BIND_AUTO, checked before anything is submitted (srun, sbatch
+// and salloc, when the option itself was not given): -1 and a message naming the fault.
+int check_flags_from_env();
+
+// Per-context entry points: srun.cpp (S_CTX_LOCAL), allocator.cpp (S_CTX_ALLOCATOR: sbatch and
+// salloc), slurmstepd.cpp (S_CTX_REMOTE).
+int srun_post_opt(spank_t sp);
+int srun_user_init(spank_t sp);
+int allocator_post_opt(spank_t sp);
+int slurmstepd_user_init(spank_t sp);
+int slurmstepd_task_init(spank_t sp);
 
 }  // namespace gpubind::spank

@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "options.h"
+#include "gpubind/client/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)gpubind::spank::parse_user_flags(text);
+  (void)gpubind::client::parse_user_flags(text);
   std::vector<std::string> args;
   size_t start = 0;
   while (start <= text.size()) {
@@ -16,6 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (space == std::string::npos) break;
     start = space + 1;
   }
-  (void)gpubind::spank::parse_site_args(args);
+  (void)gpubind::client::parse_site_args(args);
   return 0;
 }

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "gpubind/client/step_env.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/v1/binder.pb.h"
-#include "step_env.h"
 
-using namespace gpubind::spank;
+using namespace gpubind::client;
 
 namespace {
 

@@ -17,12 +17,12 @@
 #include "../support/invariants.h"
 #include "api_convert.h"
 #include "binder_client.h"
+#include "gpubind/client/plan_source.h"
+#include "gpubind/client/step_env.h"
 #include "gpubind/node.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
 #include "gpubind/protocol/io.h"
-#include "step_env.h"
-#include "step_source.h"
 
 namespace gpubind {
 namespace {
@@ -551,14 +551,14 @@ protocol::StepRequest eight_task_step() {
 // so in the error. It plans for real in e2e.slurm and cli.gpubind_run.)
 TEST_F(DaemonTest, StepPlansFallBackOnlyWhenTheDaemonCannotPlan) {
   start();
-  spank::SiteArgs site;
+  client::SiteArgs site;
   site.socket = socket_;
-  const spank::InProcess fallback{dir_ + "/no-such-libgpubind_stepd.so", ""};
+  const client::InProcess fallback{dir_ + "/no-such-libgpubind_stepd.so", ""};
   const std::string tried = "in-process planning failed too: cannot load";
   std::vector<std::string> reported;
   auto report = [&](const std::string& message) { reported.push_back(message); };
 
-  auto daemon = spank::plan_step(eight_task_step(), site, fallback, report);
+  auto daemon = client::plan_step(eight_task_step(), site, fallback, report);
   ASSERT_TRUE(daemon) << daemon.error().message;
   EXPECT_EQ(daemon->source, "daemon");
 
@@ -566,7 +566,7 @@ TEST_F(DaemonTest, StepPlansFallBackOnlyWhenTheDaemonCannotPlan) {
   gpu_nine.ntasks = 1;
   gpu_nine.gpus_given = true;
   gpu_nine.gpus = {{9, "9"}};
-  auto stale = spank::plan_step(gpu_nine, site, fallback, report);
+  auto stale = client::plan_step(gpu_nine, site, fallback, report);
   ASSERT_FALSE(stale);
   EXPECT_NE(stale.error().message.find("does not fit the daemon's topology: GPU 9 does not exist"),
             std::string::npos)
@@ -576,19 +576,19 @@ TEST_F(DaemonTest, StepPlansFallBackOnlyWhenTheDaemonCannotPlan) {
 
   protocol::StepRequest twice = gpu_nine;
   twice.gpus = {{1, "1"}, {1, "1"}};
-  auto refused = spank::plan_step(twice, site, fallback, report);
+  auto refused = client::plan_step(twice, site, fallback, report);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(refused.error().invalid_input);
   EXPECT_EQ(refused.error().message.find("in-process"), std::string::npos) << "not retried";
 
-  site.on_error = spank::OnError::kSkip;
-  auto skipped = spank::plan_step(gpu_nine, site, fallback, report);
+  site.on_error = client::OnError::kSkip;
+  auto skipped = client::plan_step(gpu_nine, site, fallback, report);
   ASSERT_FALSE(skipped);
   EXPECT_EQ(skipped.error().message.find("in-process"), std::string::npos) << "skip: no fallback";
 
-  site.on_error = spank::OnError::kFallback;
+  site.on_error = client::OnError::kFallback;
   site.socket = dir_ + "/absent.sock";
-  auto absent = spank::plan_step(eight_task_step(), site, fallback, report);
+  auto absent = client::plan_step(eight_task_step(), site, fallback, report);
   ASSERT_FALSE(absent);
   EXPECT_NE(absent.error().message.find(tried), std::string::npos) << absent.error().message;
   EXPECT_EQ(reported.size(), 2u)
@@ -609,7 +609,7 @@ TEST_F(DaemonTest, TheCompactProtocolGivesTheSamePlansOnTheSameSocket) {
     EXPECT_EQ(plan->tasks[i].env.size(), grpc->plan.tasks[i].env.size());
   }
   EXPECT_EQ(plan->tasks[0].cpus, "49-55");
-  EXPECT_EQ(spank::describe_gpus(plan->tasks[0].gpus), "0 (0000:c1:00.0, L3 6)")
+  EXPECT_EQ(client::describe_gpus(plan->tasks[0].gpus), "0 (0000:c1:00.0, L3 6)")
       << "the daemon names each GPU's domain";
 
   // Refusals carry the reason and are marked as the request's fault.
@@ -733,8 +733,8 @@ TEST_F(DaemonTest, TheFallbackLibraryAnswersWhatTheDaemonAnswers) {
   ASSERT_EQ(from_fallback->tasks.size(), 8u);
   for (size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(from_fallback->tasks[i].cpus, from_daemon->tasks[i].cpus);
-    EXPECT_EQ(spank::describe_gpus(from_fallback->tasks[i].gpus),
-              spank::describe_gpus(from_daemon->tasks[i].gpus));
+    EXPECT_EQ(client::describe_gpus(from_fallback->tasks[i].gpus),
+              client::describe_gpus(from_daemon->tasks[i].gpus));
   }
   // A refusal is a text that says why; the daemon's limits hold in-process too.
   std::string why;

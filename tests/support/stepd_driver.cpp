@@ -9,7 +9,7 @@
 #include <string>
 
 #define GPUBIND_STEPD_LOADER
-#include "stepd_abi.h"
+#include "gpubind/fallback/stepd_abi.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -1,18 +1,18 @@
 // What the plugin applies from an answer: only what stays inside the step, and only variables
 // binding is about (the env-name rules, the answer check, the site's additions).
-#include "answer_check.h"
+#include "gpubind/client/answer_check.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "api_convert.h"
+#include "gpubind/client/options.h"
 #include "gpubind/env_names.h"
 #include "gpubind/node.h"
 #include "gpubind/protocol/client.h"
-#include "options.h"
 
-namespace gpubind::spank {
+namespace gpubind::client {
 namespace {
 
 TEST(EnvNames, NamesThatChangeWhatRunsAreNeverBindingVariables) {
@@ -223,9 +223,9 @@ TEST(AnswerCheck, TilesAndMigInstancesAreTheStepsGpus) {
 }
 
 }  // namespace
-}  // namespace gpubind::spank
+}  // namespace gpubind::client
 
-namespace gpubind::spank {
+namespace gpubind::client {
 namespace {
 
 // gpubind's own plans are never refused: every shipped site policy on its node and on the other
@@ -275,4 +275,4 @@ TEST(AnswerCheck, PlansOfEveryShippedPolicyPass) {
 }
 
 }  // namespace
-}  // namespace gpubind::spank
+}  // namespace gpubind::client

@@ -1,20 +1,17 @@
 // Slurm's own per-task GPU choice (--gpu-bind, --gpus-per-task): read from the task's
 // environment, computed for the whole step where the binding allows it, and kept in the binding.
-#include "slurm_gpu_choice.h"
+#include "gpubind/client/slurm_gpu_choice.h"
+#include "../support/env_map.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace gpubind::spank {
+namespace gpubind::client {
 namespace {
 
-EnvLookup task_env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
+EnvLookup task_env(test_support::EnvMap vars) {
+  return test_support::env_lookup(std::move(vars));
 }
 
 using Map = std::vector<std::vector<int>>;
@@ -168,4 +165,4 @@ TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsTakeTheCoresOfThoseThatHoldOne) {
 }
 
 }  // namespace
-}  // namespace gpubind::spank
+}  // namespace gpubind::client

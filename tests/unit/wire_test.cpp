@@ -7,8 +7,8 @@
 #include "../support/fixtures.h"
 #include "../support/requests.h"
 #include "api_convert.h"
+#include "gpubind/client/step_env.h"
 #include "gpubind/protocol/client.h"
-#include "step_env.h"
 
 namespace gpubind::protocol {
 namespace {
@@ -150,10 +150,10 @@ TEST(Wire, ThePluginReadsTheDaemonsPlan) {
 TEST(Wire, TheVerboseLineNamesEachGpusLocality) {
   auto plan = decode_plan(lumi_answer(true).SerializeAsString());
   ASSERT_TRUE(plan);
-  EXPECT_EQ(spank::describe_gpus(plan->tasks[0].gpus), "0 (0000:c1:00.0, L3 6)");
+  EXPECT_EQ(client::describe_gpus(plan->tasks[0].gpus), "0 (0000:c1:00.0, L3 6)");
   auto bare = decode_plan(lumi_answer(false).SerializeAsString());
   ASSERT_TRUE(bare);
-  EXPECT_EQ(spank::describe_gpus(bare->tasks[0].gpus), "0 (0000:c1:00.0)")
+  EXPECT_EQ(client::describe_gpus(bare->tasks[0].gpus), "0 (0000:c1:00.0)")
       << "without the topology, the bus id alone";
 }
 

@@ -13,16 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "gpubind/affinity.h"
+#include "gpubind/client/apply.h"
+#include "gpubind/client/options.h"
+#include "gpubind/client/plan_source.h"
+#include "gpubind/client/plugstack.h"
+#include "gpubind/client/request.h"
+#include "gpubind/client/step_env.h"
+#include "gpubind/client/worker.h"
 #include "gpubind/launcher.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
-#include "options.h"
-#include "site_config.h"
-#include "step_env.h"
-#include "step_source.h"
-#include "worker_gpus.h"
-#include "worker_setup.h"
 
 namespace gpubind::run {
 namespace {
@@ -135,28 +135,28 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-spank::UserFlags parse_flags(const std::vector<std::string>& words) {
+client::UserFlags parse_flags(const std::vector<std::string>& words) {
   std::string text;
   for (const std::string& word : words)
     text += (text.empty() ? "" : ",") + word;
-  auto flags = spank::parse_user_flags(text);
+  auto flags = client::parse_user_flags(text);
   if (!flags) usage_error(flags.error().message);
   if (flags->help) {
-    std::fputs(spank::user_flags_help(), stdout);
+    std::fputs(client::user_flags_help(), stdout);
     std::exit(0);
   }
   return *flags;
 }
 
 struct Site {
-  spank::SiteArgs args;
+  client::SiteArgs args;
   std::string plugin;  // spank_gpubind.so as plugstack.conf names it; "" without such a line
 };
 
 Site site_of(const Options& o) {
-  auto line = gpubind_plugstack_line(o.plugstack, env_of("SLURM_CONF"));
+  auto line = client::gpubind_plugstack_line(o.plugstack, env_of("SLURM_CONF"));
   if (!line) usage_error("plugstack.conf: " + line.error().message);
-  auto site = spank::parse_site_args(line->gpubind_args.value_or(std::vector<std::string>{}));
+  auto site = client::parse_site_args(line->gpubind_args.value_or(std::vector<std::string>{}));
   if (!site) usage_error("plugstack.conf: spank_gpubind.so: " + site.error().message);
   if (o.socket) site->socket = *o.socket;
   if (o.policy) site->policy = *o.policy;
@@ -191,13 +191,13 @@ std::string stepd_lib_path(const Site& site) {
 // With --topology, here on that dump (no daemon asked); else as the plugin plans a step
 // (step_source.h). Whatever went wrong with the daemon is in the plan's first warning or the
 // error, both said on stderr: there is no other log to report it to.
-Result<spank::StepPlan> plan_step(const spank::StepRequest& request, const Options& o,
-                                  const Site& site) {
-  const spank::InProcess here{stepd_lib_path(site), o.topology.value_or("")};
-  if (!o.topology) return spank::plan_step(request, site.args, here, [](const std::string&) {});
+Result<client::StepPlan> plan_step(const client::StepRequest& request, const Options& o,
+                                   const Site& site) {
+  const client::InProcess here{stepd_lib_path(site), o.topology.value_or("")};
+  if (!o.topology) return client::plan_step(request, site.args, here, [](const std::string&) {});
   auto encoded = protocol::encode_request(request);
   if (!encoded) return encoded.error();
-  auto plan = spank::plan_in_process(request, *encoded, site.args, here);
+  auto plan = client::plan_in_process(request, *encoded, site.args, here);
   if (plan) plan->source = "here, " + *o.topology;
   return plan;
 }
@@ -221,16 +221,16 @@ std::string host_name() {
 
 // Binds this process and runs the command; `on_error` is the site's once known (main() needs it
 // should anything throw).
-int run(const Options& o, spank::OnError& site_on_error) {
-  const spank::UserFlags flags = parse_flags(o.flag_words);
+int run(const Options& o, client::OnError& site_on_error) {
+  const client::UserFlags flags = parse_flags(o.flag_words);
   if (flags.off) run_command(o.command);
   auto place = local_rank_from_env(env_of, o.local_rank, o.local_size);
   if (!place) usage_error(place.error().message);
   const Site site = site_of(o);
-  const spank::OnError on_error = site_on_error = site.args.on_error;
+  const client::OnError on_error = site_on_error = site.args.on_error;
 
   // A task the plugin bound as this very rank has its binding already.
-  if (already_bound_by_plugin(env_of, *place)) {
+  if (client::already_bound_by_plugin(env_of, *place)) {
     if (flags.verbose)
       std::fprintf(stderr,
                    "gpubind-run: local rank %d of %d (%s) is bound by gpubind's plugin "
@@ -239,20 +239,21 @@ int run(const Options& o, spank::OnError& site_on_error) {
     run_command(o.command);
   }
 
-  const LauncherCpus cpus = launcher_cpus();
-  spank::StepRequest request = worker_request(env_of, *place, flags, cpus.cpus);
-  const WorkerGpus gpus = worker_gpus(env_of, request);
+  const client::LauncherCpus cpus = client::launcher_cpus();
+  const client::BuiltRequest built =
+      client::launcher_step_request(*place, cpus.cpus, env_of, flags);
+  const client::StepRequest& request = built.request;
   if (flags.verbose) {
     std::fprintf(stderr, "gpubind-run: local rank %d of %d from %s; CPUs %s (%s); GPUs: %s\n",
                  place->rank, place->size, place->source.c_str(), request.allowed_cpus.c_str(),
-                 cpus.how.c_str(), gpus.how.c_str());
+                 cpus.how.c_str(), built.gpu_source.c_str());
   }
-  if (!gpus.warning.empty() && place->rank == 0)
-    std::fprintf(stderr, "gpubind-run: warning: %s\n", gpus.warning.c_str());
+  if (!built.warning.empty() && place->rank == 0)
+    std::fprintf(stderr, "gpubind-run: warning: %s\n", built.warning.c_str());
 
   auto plan = plan_step(request, o, site);
   if (!plan) {
-    if (on_error == spank::OnError::kFail) {
+    if (on_error == client::OnError::kFail) {
       std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
                    plan.error().message.c_str());
       return 1;
@@ -265,16 +266,19 @@ int run(const Options& o, spank::OnError& site_on_error) {
     for (const std::string& warning : plan->warnings)
       std::fprintf(stderr, "gpubind-run: warning: %s\n", warning.c_str());
   }
-  const spank::TaskBinding& task = plan->tasks[place->rank];
+  const client::TaskBinding& task = plan->tasks[place->rank];
   if (flags.verbose || flags.dry_run) {
     const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
     std::fprintf(stderr, "%s%s\n",
-                 spank::describe_binding(host_name(), rank, task, plan->source).c_str(),
+                 client::describe_binding(host_name(), rank, task, plan->source).c_str(),
                  flags.dry_run ? " (dry run: not applied)" : "");
   }
   if (!flags.dry_run) {
-    if (auto applied = apply_binding(env_of, task, flags); !applied) {
-      if (on_error == spank::OnError::kFail) {
+    client::ProcessEnvironment own_env;
+    const client::ApplyOptions how{.align_other_visibility = !flags.no_gpu_env,
+                                   .clear_stale = true};
+    if (auto applied = client::apply_binding(task, own_env, how); !applied) {
+      if (on_error == client::OnError::kFail) {
         std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
                      applied.error().message.c_str());
         return 1;
@@ -292,7 +296,7 @@ int run(const Options& o, spank::OnError& site_on_error) {
 int main(int argc, char** argv) {
   using namespace gpubind;
   const run::Options options = run::parse_options(argc, argv);
-  spank::OnError on_error = spank::OnError::kFallback;
+  client::OnError on_error = client::OnError::kFallback;
   std::string why = "internal error";
   try {
     return run::run(options, on_error);
@@ -302,7 +306,7 @@ int main(int argc, char** argv) {
   }
   // As for any other binding failure: the command runs unbound unless the site says fail.
   std::fprintf(stderr, "gpubind-run: %s%s\n", why.c_str(),
-               on_error == spank::OnError::kFail ? "" : "; running unbound");
-  if (on_error == spank::OnError::kFail) return 1;
+               on_error == client::OnError::kFail ? "" : "; running unbound");
+  if (on_error == client::OnError::kFail) return 1;
   run::run_command(options.command);
 }

@@ -1,0 +1,31 @@
+// The site's plugin arguments (socket, timeout, on_error, policy, daemon_user, env_allow...) as
+// written on plugstack.conf's spank_gpubind.so line: gpubind-run follows the same site settings
+// as the plugin on the same node.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubind/result.h"
+
+namespace gpubind::client {
+
+// The arguments after spank_gpubind.so on the first line of `text` that loads it (as
+// "required" or "optional"), or nullopt where none does. `include` lines are returned in
+// `includes` (their glob patterns) for the caller to read; comments and blank lines are skipped.
+struct PlugstackLines {
+  std::string plugin;  // the spank_gpubind.so path on that line
+  std::optional<std::vector<std::string>> gpubind_args;
+  std::vector<std::string> includes;
+};
+PlugstackLines read_plugstack_text(const std::string& text);
+
+// Slurm's plugstack.conf: `path` if given (it must exist), else PlugStackConfig's default,
+// beside the slurm.conf that SLURM_CONF names (else /etc/slurm/plugstack.conf), where it exists.
+// Follows include lines (globs, at most 8 deep). No gpubind_args: no such line (the defaults
+// apply).
+Result<PlugstackLines> gpubind_plugstack_line(const std::optional<std::string>& path,
+                                              const std::optional<std::string>& slurm_conf);
+
+}  // namespace gpubind::client

@@ -1,0 +1,139 @@
+#include "gpubind/client/answer_check.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "gpubind/client/step_env.h"
+#include "gpubind/cpuset.h"
+#include "gpubind/env_names.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+namespace {
+
+bool all_digits(const std::string& text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// How the step names the task's GPU `gpu`: its token, or "" when it is not the step's. A step
+// given every GPU of the node names them by number within their vendor: at most the node index
+// ("?" stands for "a number up to it"). A step that named its GPUs by bus id knows them so.
+std::string step_token(const StepRequest& request, const TaskGpuInfo& gpu) {
+  if (!request.gpus_given) return gpu.node_index >= 0 ? "?" : "";
+  for (const auto& [pci, token] : request.gpus_by_pci)
+    if (!pci.empty() && pci == gpu.pci) return token;
+  for (const auto& [index, token] : request.gpus)
+    if (index == gpu.node_index) return token;
+  return "";
+}
+
+// Level Zero's flat hierarchy names tiles by number ("7", a whole card "6,7"): on Intel GPUs
+// outside the composite hierarchy only, each a number.
+bool flat_tiles(const StepRequest& request, const TaskBinding& task, const std::string& token) {
+  if (task.vendor != "intel" || request.ze_hierarchy == "composite") return false;
+  const std::vector<std::string> parts = split_list(token);
+  return !parts.empty() && std::all_of(parts.begin(), parts.end(), all_digits);
+}
+
+// A task's name for a GPU of the step: the step's token, a tile of it ("3.1", Level Zero's
+// composite hierarchy), or flat tile numbers. Tiles are Level Zero's alone: check_env lets only
+// ZE_AFFINITY_MASK carry them.
+bool names_the_gpu(const StepRequest& request, const TaskBinding& task, const TaskGpuInfo& gpu,
+                   const std::string& token) {
+  if (token == "?") {
+    // A number up to the node index, or a composite tile of one ("3.1").
+    const size_t dot = gpu.token.find('.');
+    const bool tile = dot != std::string::npos && all_digits(gpu.token.substr(dot + 1));
+    if (parse_whole_number(gpu.token.substr(0, tile ? dot : std::string::npos), 0, gpu.node_index))
+      return true;
+  } else if (gpu.token == token) {
+    return true;
+  } else if (gpu.token.rfind(token + ".", 0) == 0 &&
+             all_digits(gpu.token.substr(token.size() + 1))) {
+    return true;
+  }
+  return flat_tiles(request, task, gpu.token);
+}
+
+Status check_gpus(const StepRequest& request, const TaskBinding& task) {
+  for (const TaskGpuInfo& gpu : task.gpus) {
+    if (gpu.node_index < 0) {
+      const auto& unplaced = request.unplaced_gpus;
+      if (std::find(unplaced.begin(), unplaced.end(), gpu.token) == unplaced.end())
+        return make_error("GPU '" + gpu.token + "' is not one of the step's");
+      continue;
+    }
+    const std::string token = step_token(request, gpu);
+    if (token.empty())
+      return make_error("GPU " + std::to_string(gpu.node_index) + " is not one of the step's");
+    if (!names_the_gpu(request, task, gpu, token))
+      return make_error("GPU " + std::to_string(gpu.node_index) + " is named '" + gpu.token +
+                        "', not as the step names it ('" + token + "')");
+  }
+  return Ok{};
+}
+
+// Whether every GPU of the task has the step's own token (no tile of it).
+bool whole_step_gpus(const StepRequest& request, const TaskBinding& task) {
+  return std::all_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpuInfo& gpu) {
+    if (gpu.node_index < 0) return true;
+    const std::string token = step_token(request, gpu);
+    return token == "?" ? parse_whole_number(gpu.token, 0, gpu.node_index).has_value()
+                        : gpu.token == token;
+  });
+}
+
+Status check_env(const StepRequest& request, const TaskBinding& task,
+                 const std::vector<std::string>& site_env) {
+  for (const TaskEnv& var : task.env) {
+    if (changes_what_runs(var.name))
+      return make_error("variable " + var.name + " changes what the task runs");
+    if (!is_binding_variable(var.name, site_env))
+      return make_error("variable " + var.name +
+                        " is not one binding sets (a site allows more with env_allow=)");
+    if (!is_gpu_visibility_var(var.name)) continue;
+    if (var.value != task.tokens)
+      return make_error(var.name + "=" + var.value + " is not the task's GPUs (" + task.tokens +
+                        ")");
+    if (var.name != "ZE_AFFINITY_MASK" && !whole_step_gpus(request, task))
+      return make_error(var.name + "=" + var.value + " names tiles, which only Level Zero has");
+  }
+  return Ok{};
+}
+
+Status check_task(const StepRequest& request, const std::optional<CpuSet>& allowed,
+                  const TaskBinding& task, const std::vector<std::string>& site_env) {
+  auto cpus = CpuSet::parse_list(task.cpus);
+  if (!cpus || cpus->empty()) return make_error("CPUs '" + task.cpus + "' are not a CPU list");
+  if (allowed && !cpus->is_subset_of(*allowed))
+    return make_error("CPUs " + task.cpus + " are not all the step's (" + allowed->to_list() + ")");
+  if (auto gpus = check_gpus(request, task); !gpus) return gpus;
+  return check_env(request, task, site_env);
+}
+
+}  // namespace
+
+Status check_answer(const StepRequest& request, const StepPlan& plan,
+                    const std::vector<std::string>& site_env) {
+  if (static_cast<int>(plan.tasks.size()) != request.ntasks)
+    return make_error(std::to_string(plan.tasks.size()) + " tasks planned for a step of " +
+                      std::to_string(request.ntasks));
+  std::optional<CpuSet> allowed;
+  if (!request.allowed_cpus.empty()) {
+    auto parsed = CpuSet::parse_list(request.allowed_cpus);
+    if (!parsed) return parsed.error();
+    allowed = *parsed;
+  }
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const TaskBinding& task = plan.tasks[i];
+    if (task.rank != static_cast<int>(i))
+      return make_error("task " + std::to_string(i) + " is planned as rank " +
+                        std::to_string(task.rank));
+    if (auto checked = check_task(request, allowed, task, site_env); !checked)
+      return make_error("task " + std::to_string(i) + ": " + checked.error().message);
+  }
+  return Ok{};
+}
+
+}  // namespace gpubind::client

@@ -1,0 +1,52 @@
+#include "gpubind/client/apply.h"
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "gpubind/affinity.h"
+#include "gpubind/cpuset.h"
+
+namespace gpubind::client {
+
+std::optional<std::string> ProcessEnvironment::get(const std::string& name) const {
+  const char* value = std::getenv(name.c_str());
+  return value ? std::optional<std::string>(value) : std::nullopt;
+}
+
+bool ProcessEnvironment::set(const std::string& name, const std::string& value) {
+  return setenv(name.c_str(), value.c_str(), 1) == 0;
+}
+
+void ProcessEnvironment::unset(const std::string& name) {
+  unsetenv(name.c_str());
+}
+
+void clear_stale_binding(TaskEnvironment& env) {
+  for (const std::string& name : stale_binding_vars(env.lookup()))
+    env.unset(name);
+}
+
+Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyOptions& options) {
+  if (options.bind_cpus) {
+    auto cpus = CpuSet::parse_list(task.cpus);
+    if (!cpus) return cpus.error();
+    if (auto bound = set_affinity(*cpus); !bound)
+      return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
+  }
+  prefer_numa_node(task.numa);
+  if (options.clear_stale) clear_stale_binding(env);
+  std::vector<std::pair<std::string, std::string>> set;
+  for (const TaskEnv& var : task.env) {
+    if (var.only_if_unset && env.get(var.name)) continue;
+    if (env.set(var.name, var.value)) set.emplace_back(var.name, var.value);
+  }
+  env.set(kSetRecordVar, record_of_set_vars(set));
+  if (options.align_other_visibility) {
+    for (const VisibilityUpdate& update : other_visibility_vars(env.lookup(), task))
+      env.set(update.name, update.value);
+  }
+  return Ok{};
+}
+
+}  // namespace gpubind::client

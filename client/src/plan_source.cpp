@@ -1,0 +1,58 @@
+#include "gpubind/client/plan_source.h"
+
+#include "fallback_loader.h"
+#include "gpubind/client/answer_check.h"
+#include "gpubind/protocol/client.h"
+
+namespace gpubind::client {
+
+Result<StepPlan> ask_daemon(const StepRequest& request, const std::string& encoded,
+                            const SiteArgs& site) {
+  auto answer =
+      protocol::ask_daemon_encoded(site.socket, encoded, site.timeout_ms, trusted_server_of(site));
+  if (!answer) return answer;
+  if (auto checked = check_answer(request, *answer, site.env_allow); !checked) {
+    Error refused =
+        make_error("gpubindd at " + site.socket + ": answer refused: " + checked.error().message);
+    refused.untrusted = true;
+    return refused;
+  }
+  answer->source = "daemon";
+  return answer;
+}
+
+Result<StepPlan> plan_in_process(const StepRequest& request, const std::string& encoded,
+                                 const SiteArgs& site, const InProcess& where) {
+  auto plan = plan_with_stepd_lib(where.stepd_lib, encoded, site.policy, where.topology);
+  if (!plan) return plan;
+  // The site's own policy planned it, under the rules an answer from the daemon meets.
+  if (auto checked = check_answer(request, *plan, site.env_allow); !checked)
+    return make_error("in-process plan refused: " + checked.error().message);
+  plan->source = "fallback";
+  return plan;
+}
+
+Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
+                           const InProcess& fallback,
+                           const std::function<void(const std::string&)>& report) {
+  auto encoded = protocol::encode_request(request);
+  if (!encoded) {
+    Error error = encoded.error();
+    error.invalid_input = true;
+    return error;
+  }
+  auto answer = ask_daemon(request, *encoded, site);
+  if (answer) return answer;
+  const Error& failed = answer.error();
+  if (failed.untrusted || failed.node_mismatch) report(failed.message);
+  if (site.on_error != OnError::kFallback || failed.invalid_input) return failed;
+  auto local = plan_in_process(request, *encoded, site, fallback);
+  if (!local) {
+    return make_error(failed.message +
+                      "; in-process planning failed too: " + local.error().message);
+  }
+  local->warnings.insert(local->warnings.begin(), failed.message + "; planned in-process instead");
+  return local;
+}
+
+}  // namespace gpubind::client

@@ -1,0 +1,66 @@
+#include "gpubind/client/request.h"
+
+#include <climits>
+#include <utility>
+
+#include "gpubind/client/worker_gpus.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+namespace {
+
+uint64_t id_from_env(const EnvLookup& env, const char* name) {
+  const auto text = env(name);
+  if (!text) return 0;
+  return static_cast<uint64_t>(parse_whole_number(*text, 0, LLONG_MAX).value_or(0));
+}
+
+}  // namespace
+
+StepRequest make_request(const StepShape& shape, const UserFlags& flags, const EnvLookup& env) {
+  StepRequest request;
+  request.job_id = shape.job_id;
+  request.step_id = shape.step_id;
+  request.ntasks = shape.ntasks;
+  request.allowed_cpus = shape.cpus.to_list();
+  request.allowed_cores = shape.allowed_cores;
+  request.order = flags.order.value_or("");
+  request.smt = flags.smt.value_or(shape.threads_per_core > 0 ? shape.threads_per_core : -1);
+  request.no_gpu_env = flags.no_gpu_env;
+  request.no_nic_env = flags.no_nic_env;
+  request.omp = flags.omp;
+  request.ze_hierarchy = ze_hierarchy_from_env(env);
+  return request;
+}
+
+BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const UserFlags& flags,
+                                const SiteArgs& site) {
+  shape.threads_per_core = count_from_env(env, "SLURM_THREADS_PER_CORE");
+  BuiltRequest built{make_request(shape, flags, env), "the step's Slurm variables", ""};
+  StepRequest& request = built.request;
+  StepGpus gpus = step_gpus_from_env(env);
+  request.gpus_given = !(site.gpus_without_gres_node && slurm_says_nothing_about_gpus(env));
+  request.gpus = std::move(gpus.gpus);
+  request.unplaced_gpus = std::move(gpus.unplaced);
+  built.warning = std::move(gpus.warning);
+  request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
+  request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");
+  request.tasks_per_gpu = count_from_env(env, "SLURM_NTASKS_PER_GPU");
+  return built;
+}
+
+BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
+                                   const UserFlags& flags) {
+  StepShape shape;
+  shape.job_id = id_from_env(env, "SLURM_JOB_ID");
+  shape.step_id = id_from_env(env, "SLURM_STEP_ID");
+  shape.ntasks = place.size;
+  shape.cpus = cpus;
+  BuiltRequest built{make_request(shape, flags, env), "", ""};
+  WorkerGpus gpus = worker_gpus(env, built.request);
+  built.gpu_source = std::move(gpus.how);
+  built.warning = std::move(gpus.warning);
+  return built;
+}
+
+}  // namespace gpubind::client

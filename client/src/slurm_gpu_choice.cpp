@@ -1,0 +1,249 @@
+#include "gpubind/client/slurm_gpu_choice.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "gpubind/cpuset.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+namespace {
+
+std::optional<long> parse_number(const std::string& text, int base) {
+  return parse_whole_number(text, 0, 1'000'000, base);
+}
+
+// "0,1,4-5" -> {0, 1, 4, 5}; nullopt for anything else.
+std::optional<std::vector<int>> parse_indices(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& part : split_list(text)) {
+    const size_t dash = part.find('-');
+    const auto first = parse_number(part.substr(0, dash), 10);
+    const auto last = dash == std::string::npos ? first : parse_number(part.substr(dash + 1), 10);
+    if (!first || !last || *last < *first || *last - *first > 4096) return std::nullopt;
+    for (long i = *first; i <= *last; ++i)
+      out.push_back(static_cast<int>(i));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::vector<int> sorted(std::vector<int> values) {
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// "1*2,0" -> {"1", "1", "0"}: Slurm's repeat count on map_gpu and mask_gpu entries.
+std::optional<std::vector<std::string>> expand_repeats(const std::string& list) {
+  std::vector<std::string> out;
+  for (const std::string& entry : split_list(list)) {
+    const size_t star = entry.find('*');
+    long count = 1;
+    if (star != std::string::npos) {
+      const auto parsed = parse_number(entry.substr(star + 1), 10);
+      if (!parsed || *parsed < 1 || *parsed > 4096) return std::nullopt;
+      count = *parsed;
+    }
+    out.insert(out.end(), static_cast<size_t>(count), entry.substr(0, star));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+bool in_step(const std::vector<int>& step_gpus, int gpu) {
+  return std::find(step_gpus.begin(), step_gpus.end(), gpu) != step_gpus.end();
+}
+
+// The GPU part of SLURMD_TRES_BIND ("gpu:verbose,map_gpu:1,0" -> "map_gpu:1,0").
+std::string gpu_binding(const std::optional<std::string>& tres_bind) {
+  if (!tres_bind) return "";
+  const size_t at = tres_bind->find("gpu:");
+  if (at == std::string::npos) return "";
+  std::string binding = tres_bind->substr(at + 4);
+  binding = binding.substr(0, binding.find(';'));
+  if (binding.rfind("verbose,", 0) == 0) binding.erase(0, 8);
+  return binding;
+}
+
+// A planned task's GPUs as node indices, in its tokens' order, through the step's token table.
+std::vector<int> planned_gpus(const TaskBinding& task,
+                              const std::vector<std::pair<int, std::string>>& step_table) {
+  std::vector<int> gpus;
+  for (const std::string& token : split_list(task.tokens)) {
+    for (const auto& [index, step_token] : step_table)
+      if (step_token == token) gpus.push_back(index);
+  }
+  return gpus;
+}
+
+const std::string* env_value(const TaskBinding& task, const std::string& name) {
+  for (const TaskEnv& var : task.env)
+    if (var.name == name) return &var.value;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& binding,
+                                                           const std::vector<int>& step_gpus,
+                                                           int local_tasks) {
+  const size_t colon = binding.find(':');
+  if (colon == std::string::npos || step_gpus.empty() || local_tasks < 1) return std::nullopt;
+  const std::string kind = binding.substr(0, colon), list = binding.substr(colon + 1);
+  std::vector<std::vector<int>> map(static_cast<size_t>(local_tasks));
+  if (kind == "per_task") {
+    const auto count = parse_number(list, 10);
+    if (!count || *count < 1) return std::nullopt;
+    const std::vector<int> ordered = sorted(step_gpus);
+    for (int task = 0; task < local_tasks; ++task)
+      for (long i = 0; i < *count && i < static_cast<long>(ordered.size()); ++i)
+        map[task].push_back(ordered[(task * *count + i) % ordered.size()]);
+    return map;
+  }
+  if (kind != "map_gpu" && kind != "mask_gpu") return std::nullopt;
+  const auto entries = expand_repeats(list);
+  if (!entries) return std::nullopt;
+  for (int task = 0; task < local_tasks; ++task) {
+    const std::string& entry = (*entries)[task % entries->size()];
+    if (kind == "map_gpu") {
+      const bool hex = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
+      const auto gpu = parse_number(hex ? entry.substr(2) : entry, hex ? 16 : 10);
+      if (!gpu) return std::nullopt;
+      if (in_step(step_gpus, static_cast<int>(*gpu))) map[task].push_back(static_cast<int>(*gpu));
+    } else {
+      const bool prefixed = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
+      const std::string digits = prefixed ? entry.substr(2) : entry;
+      const auto mask = parse_whole_number(digits, 0, 0xFFFFFFF, 16);
+      if (!mask || digits.size() > 7) return std::nullopt;
+      for (int gpu = 0; gpu < 28; ++gpu)
+        if (((*mask >> gpu) & 1) && in_step(step_gpus, gpu)) map[task].push_back(gpu);
+    }
+    // Slurm binds such a task its own way (the first GPU of the step): not computed here.
+    if (map[task].empty()) return std::nullopt;
+  }
+  return map;
+}
+
+std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
+                                             const std::vector<int>& step_gpus, int local_id,
+                                             int local_tasks) {
+  const std::optional<std::string> listed = task_env("SLURM_STEP_GPUS");
+  if (!listed || step_gpus.empty()) return std::nullopt;
+  const auto gpus = parse_indices(*listed);
+  if (!gpus || sorted(*gpus) == sorted(step_gpus)) return std::nullopt;
+  SlurmTaskGpus choice;
+  choice.gpus = *gpus;
+  choice.binding = gpu_binding(task_env("SLURMD_TRES_BIND"));
+  const auto map = slurm_gpu_map(choice.binding, step_gpus, local_tasks);
+  if (!map || local_id < 0 || local_id >= local_tasks) return choice;  // not identified
+  // Under ConstrainDevices a narrowed task's variables number its own devices from 0, so they
+  // cannot name the GPU; Slurm's binding does. The count must agree.
+  const std::vector<int> computed = sorted((*map)[local_id]);
+  if (computed.size() != gpus->size()) return choice;
+  choice.gpus = (*map)[local_id];
+  choice.identified = true;
+  choice.same_before = choice.same_total = 0;
+  for (int task = 0; task < local_tasks; ++task) {
+    if (sorted((*map)[task]) != computed) continue;
+    ++choice.same_total;
+    if (task < local_id) ++choice.same_before;
+  }
+  return choice;
+}
+
+KeptBinding keep_slurm_gpus(const StepPlan& plan,
+                            const std::vector<std::pair<int, std::string>>& step_table,
+                            const SlurmTaskGpus& choice, int local_id,
+                            const std::string& slurm_tokens) {
+  const std::vector<int> wanted = sorted(choice.gpus);
+  std::map<int, std::string> pci_of;     // node GPU index -> bus id, from every planned task
+  std::map<int, TaskGpuInfo> described;  // and what the verbose line says of it
+  std::vector<const TaskBinding*> exact, touching;
+  for (const TaskBinding& task : plan.tasks) {
+    const std::vector<int> in_order = planned_gpus(task, step_table);
+    if (const std::string* pci = env_value(task, "GPUBIND_GPU_PCI")) {
+      const std::vector<std::string> ids = split_list(*pci);
+      if (ids.size() == in_order.size())
+        for (size_t i = 0; i < ids.size(); ++i)
+          pci_of[in_order[i]] = ids[i];
+    }
+    if (task.gpus.size() == in_order.size())
+      for (size_t i = 0; i < in_order.size(); ++i)
+        described[in_order[i]] = task.gpus[i];
+    const std::vector<int> gpus = sorted(in_order);
+    if (gpus == wanted) exact.push_back(&task);
+    const bool shares = std::any_of(gpus.begin(), gpus.end(), [&](int gpu) {
+      return std::binary_search(wanted.begin(), wanted.end(), gpu);
+    });
+    if (shares) touching.push_back(&task);
+  }
+
+  KeptBinding kept;
+  const TaskBinding* base = nullptr;
+  std::string cpus;
+  if (!exact.empty()) {
+    // The k-th task Slurm gave these GPUs takes the k-th planned task holding them.
+    const int k = choice.same_before >= 0 ? choice.same_before : local_id;
+    base = exact[static_cast<size_t>(k) % exact.size()];
+    cpus = base->cpus;
+    kept.cores_may_be_shared =
+        choice.same_total < 0 || choice.same_total > static_cast<int>(exact.size());
+  } else if (!touching.empty()) {
+    // No planned task holds exactly these GPUs: the cores of all that hold one of them.
+    base = touching.front();
+    CpuSet all;
+    for (const TaskBinding* task : touching)
+      if (auto set = CpuSet::parse_list(task->cpus)) all |= *set;
+    cpus = all.to_list();
+    kept.cores_may_be_shared = true;
+  } else if (local_id >= 0 && local_id < static_cast<int>(plan.tasks.size())) {
+    base = &plan.tasks[local_id];
+    cpus = base->cpus;
+    kept.cores_may_be_shared = true;
+  } else {
+    return kept;  // no plan to take cores from: an empty binding
+  }
+
+  TaskBinding& task = kept.task;
+  task = *base;
+  task.rank = local_id;
+  task.cpus = cpus;
+  task.env.clear();
+  for (const TaskEnv& var : base->env) {
+    if (is_gpu_visibility_var(var.name) || var.name == "GPUBIND_GPUS" ||
+        var.name == "GPUBIND_GPU_PCI" || var.name == "GPUBIND_CPUS" ||
+        var.name == "GPUBIND_LOCAL_RANK")
+      continue;
+    task.env.push_back(var);
+  }
+  task.env.push_back({"GPUBIND_LOCAL_RANK", std::to_string(local_id), false});
+  task.env.push_back({"GPUBIND_CPUS", cpus, false});
+  task.env.push_back({"GPUBIND_GPUS", slurm_tokens, false});
+  std::string pcis;
+  bool every_pci = true;
+  for (int gpu : choice.gpus) {
+    const auto found = pci_of.find(gpu);
+    if (found == pci_of.end()) {
+      every_pci = false;
+      continue;
+    }
+    pcis += (pcis.empty() ? "" : ",") + found->second;
+  }
+  if (every_pci && !pcis.empty()) task.env.push_back({"GPUBIND_GPU_PCI", pcis, false});
+
+  const std::vector<std::string> tokens = split_list(slurm_tokens);
+  task.gpus.clear();
+  for (size_t i = 0; i < choice.gpus.size(); ++i) {
+    const auto found = described.find(choice.gpus[i]);
+    TaskGpuInfo gpu = found != described.end() ? found->second : TaskGpuInfo{};
+    gpu.token = tokens.size() == choice.gpus.size() ? tokens[i] : std::to_string(choice.gpus[i]);
+    task.gpus.push_back(std::move(gpu));
+  }
+  task.tokens = slurm_tokens;
+  return kept;
+}
+
+}  // namespace gpubind::client

@@ -1,0 +1,264 @@
+#include "gpubind/client/step_env.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+
+#include "gpubind/env.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+namespace {
+
+std::optional<int> to_index(const std::string& text) {
+  const auto value = parse_whole_number(text, 0, INT_MAX);
+  if (!value) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+}  // namespace
+
+StepGpus step_gpus_from_env(const EnvLookup& env) {
+  StepGpus out;
+  // The step's own list only: a step without GPUs in a job with GPUs (--gres=none, --gpus=0) has
+  // the job's SLURM_JOB_GPUS but no SLURM_STEP_GPUS, and must get no GPU.
+  const std::optional<std::string> indices = env("SLURM_STEP_GPUS");
+  std::optional<std::string> tokens;
+  std::string token_var;
+  for (const char* var :
+       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"}) {
+    if ((tokens = env(var))) {
+      token_var = var;
+      break;
+    }
+  }
+  const std::vector<std::string> index_list =
+      indices ? split_list(*indices) : std::vector<std::string>{};
+  const std::vector<std::string> token_list =
+      tokens ? split_list(*tokens) : std::vector<std::string>{};
+  const bool mig = std::any_of(token_list.begin(), token_list.end(),
+                               [](const std::string& t) { return t.rfind("MIG-", 0) == 0; });
+  if (mig) {
+    out.unplaced = token_list;
+    return out;
+  }
+  if (!index_list.empty()) {
+    const bool tokens_match = token_list.size() == index_list.size();
+    if (tokens && !tokens_match) {
+      out.warning = token_var + "=" + *tokens + " does not match SLURM_STEP_GPUS=" + *indices +
+                    "; using the indices as tokens";
+    }
+    for (size_t i = 0; i < index_list.size(); ++i) {
+      const auto index = to_index(index_list[i]);
+      if (!index) {
+        out.gpus.clear();
+        out.warning = "cannot read GPU index '" + index_list[i] +
+                      "' in SLURM_STEP_GPUS=" + *indices + "; binding without GPUs";
+        return out;
+      }
+      out.gpus.emplace_back(*index, tokens_match ? token_list[i] : index_list[i]);
+    }
+    return out;
+  }
+  // No Slurm GPU indices: a numeric visibility list is the node's numbering.
+  for (const std::string& token : token_list) {
+    const auto index = to_index(token);
+    if (!index) {
+      out.gpus.clear();
+      out.warning = "cannot map " + token_var + "=" + *tokens +
+                    " to the node's GPUs without SLURM_STEP_GPUS; binding without GPUs";
+      return out;
+    }
+    out.gpus.emplace_back(*index, token);
+  }
+  return out;
+}
+
+int count_from_env(const EnvLookup& env, const std::string& name) {
+  const auto value = env(name);
+  if (!value) return 0;
+  // "a100:2" counts 2; "2" counts 2.
+  const size_t colon = value->rfind(':');
+  const auto number = to_index(colon == std::string::npos ? *value : value->substr(colon + 1));
+  return number.value_or(0);
+}
+
+std::string ze_hierarchy_from_env(const EnvLookup& env) {
+  std::string value = env("ZE_FLAT_DEVICE_HIERARCHY").value_or("");
+  std::transform(value.begin(), value.end(), value.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return value == "COMPOSITE" ? "composite" : "";
+}
+
+namespace {
+
+// Where the task's GPUs sit in the primary variable's list as the task will see it (the plan's
+// value, or Slurm's whole-step list when the site's policy leaves the variable alone or sets it
+// only if unset): runtimes that apply a variable after the primary count in that list.
+std::optional<std::string> positions_in_primary(const EnvLookup& task_env, const TaskBinding& task,
+                                                const std::string& primary) {
+  const auto value = task_env(primary);
+  if (!value) return std::nullopt;  // nothing applied first: the tokens stand on their own
+  const std::vector<std::string> listed = split_list(*value);
+  std::string positions;
+  for (const std::string& token : split_list(task.tokens)) {
+    const auto at = std::find(listed.begin(), listed.end(), token);
+    if (at == listed.end()) return std::nullopt;
+    positions += (positions.empty() ? "" : ",") + std::to_string(at - listed.begin());
+  }
+  return positions;
+}
+
+constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                           "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
+                                           "GPU_DEVICE_ORDINAL"};
+
+// FNV-1a: a value's fingerprint in the record, so the record does not repeat the values.
+std::string fingerprint(const std::string& value) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : value)
+    hash = (hash ^ c) * 16777619u;
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", hash);
+  return text;
+}
+
+}  // namespace
+
+bool is_gpu_visibility_var(const std::string& name) {
+  return std::find(std::begin(kVisibilityVars), std::end(kVisibilityVars), name) !=
+         std::end(kVisibilityVars);
+}
+
+std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::string record;
+  for (const auto& [name, value] : set) {
+    if (is_gpu_visibility_var(name) || name.rfind("GPUBIND_", 0) == 0) continue;
+    record += (record.empty() ? "" : ",") + name + ":" + fingerprint(value);
+  }
+  return record;
+}
+
+std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
+  std::vector<std::string> stale;
+  for (const char* name : kBindingInfoVars) {
+    if (env(name)) stale.push_back(name);
+  }
+  const std::optional<std::string> record = env(kSetRecordVar);
+  if (!record) return stale;
+  stale.push_back(kSetRecordVar);
+  size_t begin = 0;
+  while (begin < record->size()) {
+    size_t end = record->find(',', begin);
+    if (end == std::string::npos) end = record->size();
+    const std::string entry = record->substr(begin, end - begin);
+    begin = end + 1;
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    const std::string name = entry.substr(0, colon);
+    const std::optional<std::string> value = env(name);
+    if (value && fingerprint(*value) == entry.substr(colon + 1)) stale.push_back(name);
+  }
+  return stale;
+}
+
+std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
+                                                    const TaskBinding& task) {
+  const std::string primary = task.vendor == "amd"      ? "ROCR_VISIBLE_DEVICES"
+                              : task.vendor == "intel"  ? "ZE_AFFINITY_MASK"
+                              : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
+                                                        : "";
+  std::vector<VisibilityUpdate> updates;
+  if (primary.empty() || task.gpus.empty()) return updates;
+  const std::optional<std::string> after_primary =
+      task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
+  for (const char* name : kVisibilityVars) {
+    if (name == primary || !task_env(name)) continue;
+    const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
+    updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});
+  }
+  return updates;
+}
+
+std::optional<int> het_component(const EnvLookup& env, unsigned long job_id, int components) {
+  const std::string id = std::to_string(job_id);
+  for (int k = 0; k < components && k < 1024; ++k) {
+    for (const char* prefix : {"SLURM_JOB_ID_HET_GROUP_", "SLURM_JOB_ID_PACK_GROUP_"}) {
+      if (env(prefix + std::to_string(k)) == id) return k;
+    }
+  }
+  return std::nullopt;
+}
+
+bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_GPUS",
+                           "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "CUDA_VISIBLE_DEVICES",
+                           "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
+    if (env(name)) return false;
+  return true;
+}
+
+TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
+  TaskBinding out = task;
+  out.cpus = slurm_cpus;
+  out.numa = out.l3 = -1;
+  out.env.clear();
+  for (const TaskEnv& var : task.env) {
+    if (var.name == "OMP_NUM_THREADS" || var.name == "OMP_PLACES" || var.name == "OMP_PROC_BIND" ||
+        var.name == "GPUBIND_NUMA")
+      continue;
+    out.env.push_back(var.name == "GPUBIND_CPUS" ? TaskEnv{var.name, slurm_cpus, false} : var);
+  }
+  return out;
+}
+
+TaskBinding without_gpu_visibility(const TaskBinding& task) {
+  TaskBinding out = task;
+  out.env.clear();
+  for (const TaskEnv& var : task.env)
+    if (!is_gpu_visibility_var(var.name)) out.env.push_back(var);
+  return out;
+}
+
+std::string describe_gpus(const std::vector<TaskGpuInfo>& gpus) {
+  std::string text;
+  for (const TaskGpuInfo& gpu : gpus) {
+    const std::string about =
+        gpu.pci + (gpu.pci.empty() || gpu.locality.empty() ? "" : ", ") + gpu.locality;
+    text += (text.empty() ? "" : " ") + gpu.token + (about.empty() ? "" : " (" + about + ")");
+  }
+  return text;
+}
+
+std::string describe_binding(const std::string& host, unsigned global_rank, const TaskBinding& task,
+                             const std::string& source) {
+  std::string line = "gpubind: " + host + " rank " + std::to_string(global_rank) + " (local " +
+                     std::to_string(task.rank) + "): cpus " + task.cpus;
+  std::string where;
+  if (task.l3 >= 0) where += "L3 " + std::to_string(task.l3);
+  if (task.numa >= 0)
+    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa);
+  if (!where.empty()) line += " (" + where + ")";
+  line += ", GPU " + (task.gpus.empty() ? std::string("-") : describe_gpus(task.gpus));
+  line += ", NIC " + (task.nic.empty() ? std::string("-") : task.nic);
+  line += " [" + source + "]";
+  return line;
+}
+
+}  // namespace gpubind::client

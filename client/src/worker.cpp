@@ -1,0 +1,68 @@
+#include "gpubind/client/worker.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+#include "gpubind/affinity.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+namespace {
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The CPUs this process's cpuset cgroup allows (cgroup v2, else v1's cpuset hierarchy); empty
+// where none says.
+CpuSet cgroup_cpus() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    std::string file;
+    if (controllers.empty()) {
+      file = "/sys/fs/cgroup" + path + "/cpuset.cpus.effective";
+    } else if (("," + controllers + ",").find(",cpuset,") != std::string::npos) {
+      file = "/sys/fs/cgroup/cpuset" + path + "/cpuset.effective_cpus";
+    } else {
+      continue;
+    }
+    auto cpus = CpuSet::parse_list(first_line(file));
+    if (cpus && !cpus->empty()) return *cpus;
+  }
+  return {};
+}
+
+}  // namespace
+
+LauncherCpus launcher_cpus_of(const CpuSet& own, const CpuSet& parent, const CpuSet& cgroup) {
+  // A parent outside the job's cpuset (slurmstepd, a PBS mom, init) may have the whole node.
+  const CpuSet launcher = cgroup.empty() ? parent : parent & cgroup;
+  if (!launcher.empty() && own.is_subset_of(launcher) && !(own == launcher)) {
+    return {launcher, "the launcher's: it bound this worker to " + own.to_list()};
+  }
+  return {own, "this process's"};
+}
+
+LauncherCpus launcher_cpus() {
+  return launcher_cpus_of(current_affinity(), affinity_of(getppid()), cgroup_cpus());
+}
+
+bool already_bound_by_plugin(const EnvLookup& env, const LocalRank& place) {
+  return place.launcher == "Slurm" && env("GPUBIND_BOUND") == "1" &&
+         env("GPUBIND_LOCAL_RANK") == std::to_string(place.rank);
+}
+
+}  // namespace gpubind::client

@@ -1,0 +1,134 @@
+#include "gpubind/client/worker_gpus.h"
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "gpubind/parse.h"
+
+namespace gpubind::client {
+namespace {
+
+// The visibility variables a GPU runtime reads first (HIP's own after ROCm's).
+constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                           "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL",
+                                           "HIP_VISIBLE_DEVICES"};
+
+bool by_recorded_bus_ids(const EnvLookup& env, const std::vector<std::string>& tokens,
+                         StepRequest& request) {
+  if (env("GPUBIND_BOUND") != "1") return false;
+  const auto recorded_tokens = env("GPUBIND_GPUS");
+  const auto recorded_pcis = env("GPUBIND_GPU_PCI");
+  if (!recorded_tokens || !recorded_pcis) return false;
+  const std::vector<std::string> names = split_list(*recorded_tokens);
+  const std::vector<std::string> pcis = split_list(*recorded_pcis);
+  // One bus id per token; a card's tiles share one and cannot be told apart by it.
+  if (names.size() != pcis.size() || std::set(pcis.begin(), pcis.end()).size() != pcis.size())
+    return false;
+  std::vector<std::pair<std::string, std::string>> found;
+  for (const std::string& token : tokens) {
+    const auto at = std::find(names.begin(), names.end(), token);
+    if (at == names.end()) return false;  // changed since gpubind set it
+    found.emplace_back(pcis[at - names.begin()], token);
+  }
+  request.gpus_by_pci = std::move(found);
+  return true;
+}
+
+// Slurm's list of node GPU numbers paired with the visibility tokens, position by position, where
+// both name the same number of GPUs.
+bool by_position(const std::string& indices, const std::vector<std::string>& tokens,
+                 StepRequest& request) {
+  const std::vector<std::string> numbers = split_list(indices);
+  if (numbers.size() != tokens.size()) return false;
+  std::vector<std::pair<int, std::string>> found;
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    const auto index = parse_whole_number(numbers[i], 0, INT_MAX);
+    if (!index) return false;
+    found.emplace_back(static_cast<int>(*index), tokens[i]);
+  }
+  request.gpus = std::move(found);
+  return true;
+}
+
+bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& request) {
+  std::vector<std::pair<int, std::string>> found;
+  for (const std::string& token : tokens) {
+    const auto index = parse_whole_number(token, 0, INT_MAX);
+    if (!index) return false;
+    found.emplace_back(static_cast<int>(*index), token);
+  }
+  request.gpus = std::move(found);
+  return true;
+}
+
+}  // namespace
+
+WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
+  WorkerGpus out;
+  request.gpus_given = true;
+  const char* var = nullptr;
+  std::optional<std::string> value;
+  for (const char* name : kVisibilityVars) {
+    if ((value = env(name))) {
+      var = name;
+      break;
+    }
+  }
+  if (!var) {
+    if (env("SLURM_JOB_ID") && !slurm_says_nothing_about_gpus(env)) {
+      out.how = "none: the Slurm step has no GPU";
+      return out;
+    }
+    request.gpus_given = false;
+    out.how = "every GPU of the node (no visibility variable is set)";
+    return out;
+  }
+  const std::string named = std::string(var) + "=" + *value;
+  const std::vector<std::string> tokens = split_list(*value);
+  if (tokens.empty()) {
+    out.how = "none (" + named + ")";
+    return out;
+  }
+  // HIP renumbers CUDA_VISIBLE_DEVICES within ROCR_VISIBLE_DEVICES (gpubind sets both so): the
+  // variable that names the recorded GPUs is the one to read.
+  for (const char* name : kVisibilityVars) {
+    const auto listed = env(name);
+    if (listed && by_recorded_bus_ids(env, split_list(*listed), request)) {
+      out.how = std::string(name) + "=" + *listed + ", by the bus ids gpubind recorded (" +
+                "GPUBIND_GPU_PCI=" + env("GPUBIND_GPU_PCI").value_or("") + ")";
+      return out;
+    }
+  }
+  if (const auto step = env("SLURM_STEP_GPUS"); step && split_list(*step).size() == tokens.size()) {
+    StepGpus gpus = step_gpus_from_env(env);
+    if (gpus.warning.empty() && gpus.unplaced.empty() && !gpus.gpus.empty()) {
+      request.gpus = std::move(gpus.gpus);
+      out.how = named + ", the node's GPUs " + *step + " (SLURM_STEP_GPUS)";
+      return out;
+    }
+  }
+  // A batch script or salloc shell: the job's GPUs, as Slurm lists them beside its tokens.
+  if (const auto job = env("SLURM_JOB_GPUS");
+      job && !env("SLURM_STEP_GPUS") && by_position(*job, tokens, request)) {
+    out.how = named + ", the node's GPUs " + *job + " (SLURM_JOB_GPUS)";
+    return out;
+  }
+  // Outside Slurm only: inside a job, a device cgroup may have renumbered them.
+  if (!env("SLURM_JOB_ID") && by_node_numbers(tokens, request)) {
+    out.how = named + ", the node's GPU numbers";
+    return out;
+  }
+  request.unplaced_gpus = tokens;
+  out.how = named + ", by token";
+  const bool mig = std::all_of(tokens.begin(), tokens.end(),
+                               [](const std::string& t) { return t.rfind("MIG-", 0) == 0; });
+  if (!mig) {
+    out.warning = "cannot tell which of the node's GPUs " + named +
+                  " names: each worker gets its share of them, but cores are placed without "
+                  "their locality";
+  }
+  return out;
+}
+
+}  // namespace gpubind::client

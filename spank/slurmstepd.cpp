@@ -1,0 +1,342 @@
+// slurmstepd: one plan per step and node in user_init (before the tasks fork), applied by each
+// task in task_init (after Slurm's own binding, just before exec).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gpubind/affinity.h"
+#include "gpubind/client/apply.h"
+#include "gpubind/client/plan_source.h"
+#include "gpubind/client/request.h"
+#include "gpubind/client/slurm_gpu_choice.h"
+#include "gpubind/client/step_env.h"
+#include "gpubind/parse.h"
+#include "plugin_state.h"
+
+extern "C" {
+#include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
+}
+
+namespace gpubind::spank {
+namespace {
+
+using client::EnvLookup;
+using client::ExplicitBinding;
+using client::KeptBinding;
+using client::OnError;
+using client::StepRequest;
+using client::TaskBinding;
+
+constexpr const char* kStepdLibName = "libgpubind_stepd.so";
+
+std::optional<std::string> job_env(spank_t sp, const std::string& name) {
+  static char buffer[65536];
+  if (spank_getenv(sp, name.c_str(), buffer, sizeof buffer) != ESPANK_SUCCESS) return std::nullopt;
+  return std::string(buffer);
+}
+
+EnvLookup env_of(spank_t sp) {
+  return [sp](const std::string& name) { return job_env(sp, name); };
+}
+
+// The task's environment as slurmstepd holds it until exec.
+class SpankTaskEnvironment final : public client::TaskEnvironment {
+ public:
+  explicit SpankTaskEnvironment(spank_t sp) : sp_(sp) {}
+  std::optional<std::string> get(const std::string& name) const override {
+    return job_env(sp_, name);
+  }
+  bool set(const std::string& name, const std::string& value) override {
+    return spank_setenv(sp_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
+  }
+  void unset(const std::string& name) override { spank_unsetenv(sp_, name.c_str()); }
+
+ private:
+  spank_t sp_;
+};
+
+// This job's component of a heterogeneous step, where srun said how many there are.
+std::optional<int> own_het_component(spank_t sp) {
+  const auto count = job_env(sp, client::kHetEnv);
+  if (!count) return std::nullopt;
+  uint32_t job_id = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return std::nullopt;
+  const auto components = parse_whole_number(*count, 1, 1024);
+  if (!components) return std::nullopt;
+  return client::het_component(env_of(sp), job_id, static_cast<int>(*components));
+}
+
+// --gpu-bind-auto on srun (on this component's part of its command line in a heterogeneous
+// step), then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO, then the site
+// default. nullopt: the step did not ask for binding.
+std::optional<std::string> requested_flags(spank_t sp) {
+  if (const auto component = own_het_component(sp)) {
+    // Slurm gives every component the option's last value: only this component's own counts.
+    if (auto own = job_env(sp, client::het_flags_var(*component))) return own;
+  } else if (char* optarg = nullptr;
+             spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
+    return std::string(optarg ? optarg : "");
+  }
+  if (auto from_job = job_env(sp, kOptionEnv)) return from_job;
+  if (auto from_user = job_env(sp, kUserEnv)) return from_user;
+  if (state().site.default_on) return std::string();
+  return std::nullopt;
+}
+
+std::string stepd_lib_path() {
+  if (!state().site.stepd_lib.empty()) return state().site.stepd_lib;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&stepd_lib_path), &info) && info.dli_fname) {
+    std::string self = info.dli_fname;
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) return self.substr(0, slash + 1) + kStepdLibName;
+  }
+  return kStepdLibName;
+}
+
+// The step as Slurm describes it (client::slurm_step_request); an item Slurm cannot give makes
+// the step unplannable.
+Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
+  client::StepShape shape;
+  uint32_t job_id = 0, step_id = 0, ntasks = 1;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+    return make_error("Slurm did not give the step's job id, step id or task count");
+  }
+  shape.job_id = job_id;
+  shape.step_id = step_id;
+  shape.ntasks = static_cast<int>(ntasks);
+  shape.cpus = current_affinity();
+  char* cores = nullptr;
+  if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores)
+    shape.allowed_cores = cores;
+  client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
+  if (!built.warning.empty()) state().plan.warnings.push_back(built.warning);
+  return std::move(built.request);
+}
+
+// The daemon's plan, else the in-process fallback (step_source.h); what an administrator must
+// see goes to slurmd's log.
+Result<StepPlan> plan_step_here(const StepRequest& request) {
+  return client::plan_step(
+      request, state().site, {stepd_lib_path(), ""},
+      [](const std::string& message) { slurm_error("gpubind: %s", message.c_str()); });
+}
+
+bool is_special_step(uint32_t step_id) {
+  return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_EXTERN_CONT ||
+         step_id == SLURM_INTERACTIVE_STEP;
+}
+
+// Says `message` once per node (from local task 0), on the task's stderr.
+void say_once(int local_id, const std::string& message) {
+  if (local_id == 0) std::fprintf(stderr, "gpubind: %s\n", message.c_str());
+}
+
+// The task's own GPU visibility value as Slurm set it (the first of the variables it sets).
+std::string slurm_visibility(const EnvLookup& env) {
+  for (const char* var :
+       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
+    if (auto value = env(var)) return *value;
+  return "";
+}
+
+// The user's explicit --cpu-bind/--gpu-bind for this step: what srun passed down, else a CPU
+// binding that only a user gives (map_cpu, none, rank...). The variable is the step's: a task
+// does not keep it.
+ExplicitBinding explicit_binding_of(spank_t sp) {
+  ExplicitBinding user;
+  const auto component = own_het_component(sp);
+  const std::string own = component ? client::het_explicit_var(*component) : client::kExplicitEnv;
+  if (auto passed = job_env(sp, own)) user = client::decode_explicit(*passed);
+  // srun's messages to the step: a task keeps none of them.
+  const auto het = job_env(sp, client::kHetEnv);
+  for (const std::string& name : client::passed_vars(het ? het->c_str() : nullptr))
+    spank_unsetenv(sp, name.c_str());
+  const auto type = job_env(sp, "SLURM_CPU_BIND_TYPE");
+  if (user.cpu.empty() && type && client::cpu_bind_type_is_explicit(*type)) {
+    std::string value = job_env(sp, "SLURM_CPU_BIND").value_or(*type);
+    for (const char* prefix : {"quiet,", "verbose,"})
+      if (value.rfind(prefix, 0) == 0) value.erase(0, std::string(prefix).size());
+    user.cpu = value;
+  }
+  return user;
+}
+
+// Where Slurm gave this task its own GPUs (--gpu-bind, --gpus-per-task), the binding that keeps
+// them; nullopt where the task has the step's GPUs and the plan's entry applies as it is.
+std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
+  const PluginState& s = state();
+  const EnvLookup env = env_of(sp);
+  std::vector<int> step_indices;
+  for (const auto& gpu : s.step_gpus)
+    step_indices.push_back(gpu.first);
+  const auto choice = client::slurm_task_gpus(env, step_indices, local_id, s.local_tasks);
+  if (!choice) return std::nullopt;
+  if (!choice->identified) {
+    // Which GPUs these are cannot be told here: the task keeps Slurm's binding altogether.
+    KeptBinding untouched;
+    untouched.slurm_binding_only = true;
+    return untouched;
+  }
+  KeptBinding kept =
+      client::keep_slurm_gpus(s.plan, s.step_gpus, *choice, local_id, slurm_visibility(env));
+  if (kept.task.cpus.empty()) return std::nullopt;
+  // Said once for each group of tasks given the same GPUs (once per node where not counted).
+  const bool first_of_group = choice->same_before >= 0 ? choice->same_before == 0 : local_id == 0;
+  if (kept.cores_may_be_shared && first_of_group) {
+    std::fprintf(stderr,
+                 "gpubind: warning: task %d keeps the GPUs Slurm chose for it (%s): CPUs %s, "
+                 "which other tasks given the same GPUs may share\n",
+                 local_id, choice->binding.empty() ? "its gpu binding" : choice->binding.c_str(),
+                 kept.task.cpus.c_str());
+  }
+  return kept;
+}
+
+}  // namespace
+
+int slurmstepd_user_init(spank_t sp) {
+  PluginState& s = state();
+  uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || is_special_step(step_id)) {
+    return 0;
+  }
+  const auto flags_text = requested_flags(sp);
+  if (!flags_text) return 0;
+  s.bind = true;
+  auto flags = client::parse_user_flags(*flags_text);
+  if (!flags) {
+    s.failure = "--" + std::string(kOptionName) + ": " + flags.error().message;
+    return 0;
+  }
+  if (flags->off) {
+    s.bind = false;
+    return 0;
+  }
+  s.flags = *flags;
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  s.host = host;
+  const std::vector<std::string> early_warnings = s.plan.warnings;
+  const Result<StepRequest> request = build_request(sp, s.flags);
+  if (!request) {
+    s.failure = request.error().message;
+    slurm_info("gpubind: step %u: no plan: %s", step_id, s.failure.c_str());
+    return 0;
+  }
+  s.step_gpus = request->gpus;
+  s.local_tasks = request->ntasks;
+  auto plan = plan_step_here(*request);
+  if (!plan) {
+    s.failure = plan.error().message;
+    slurm_info("gpubind: job %lu step %u: no plan: %s", request->job_id, step_id,
+               s.failure.c_str());
+    return 0;
+  }
+  s.plan = std::move(*plan);
+  s.plan.warnings.insert(s.plan.warnings.begin(), early_warnings.begin(), early_warnings.end());
+  s.planned = true;
+  // What the plugin decided, for an admin reading slurmd's log (SlurmdDebug=verbose).
+  slurm_verbose("gpubind: job %lu step %u: %d tasks planned by %s, %zu warning(s)", request->job_id,
+                step_id, request->ntasks, s.plan.source.c_str(), s.plan.warnings.size());
+  return 0;
+}
+
+int slurmstepd_task_init(spank_t sp) {
+  const PluginState& s = state();
+  const ExplicitBinding user = explicit_binding_of(sp);  // read before anything is cleared
+  SpankTaskEnvironment task_env(sp);
+  // What an outer task's binding left (a step started inside a bound task), bound or not.
+  client::clear_stale_binding(task_env);
+  if (!s.bind) return 0;
+  int local_id = -1;
+  uint32_t global_id = 0;
+  if (spank_get_item(sp, S_TASK_ID, &local_id) != ESPANK_SUCCESS) local_id = -1;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id) != ESPANK_SUCCESS) global_id = 0;
+  // In a heterogeneous step Slurm's task id counts within the component; SLURM_PROCID is the
+  // rank the user's program sees across all components.
+  if (auto procid = job_env(sp, "SLURM_PROCID")) {
+    if (const auto rank = parse_whole_number(*procid, 0, UINT32_MAX))
+      global_id = static_cast<uint32_t>(*rank);
+  }
+  if (!s.planned) {
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u: %s", global_id, s.failure.c_str());
+      return -1;
+    }
+    say_once(local_id, s.failure + "; Slurm's binding is kept");
+    return 0;
+  }
+  if (local_id < 0 || local_id >= static_cast<int>(s.plan.tasks.size())) {
+    // Never every task as local task 0: without its own entry a task keeps Slurm's binding.
+    const std::string why = local_id < 0 ? "Slurm did not give the task's local id"
+                                         : "no plan for local task " + std::to_string(local_id);
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
+      return -1;
+    }
+    std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
+    return 0;
+  }
+  // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
+  const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
+  if (kept && kept->slurm_binding_only) {
+    say_once(local_id,
+             "Slurm chose each task's GPUs (--gpu-bind) in a way that cannot be told "
+             "apart here: the tasks keep Slurm's CPU and GPU binding");
+    return 0;
+  }
+  TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];
+  // The user asked Slurm for it (not --gpus-per-task's implied per_task): say what happened.
+  if (kept && !user.gpu.empty() && user.gpu != "none") {
+    say_once(local_id, "--gpu-bind=" + user.gpu +
+                           " given: tasks keep the GPUs Slurm chose; gpubind binds their cores "
+                           "and NICs next to them");
+  }
+  // So does the user's explicit --cpu-bind or --gpu-bind=none, unless the site forces gpubind's.
+  const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;
+  const bool slurm_gpu_vars = user.gpu == "none" && !s.site.override_explicit;
+  if (slurm_cpus) {
+    task = client::with_slurm_cpus(task, current_affinity().to_list());
+    say_once(local_id, "--cpu-bind=" + user.cpu +
+                           " given: tasks keep Slurm's CPU binding; gpubind sets their GPU and "
+                           "NIC variables");
+  }
+  if (slurm_gpu_vars) {
+    task = client::without_gpu_visibility(task);
+    say_once(local_id, "--gpu-bind=none given: the GPU visibility variables stay Slurm's");
+  }
+  for (const std::string& warning : s.plan.warnings)
+    say_once(local_id, "warning: " + warning);
+  slurm_debug("%s", client::describe_binding(s.host, global_id, task, s.plan.source).c_str());
+  if (s.flags.verbose || s.flags.dry_run) {
+    const std::string line = client::describe_binding(s.host, global_id, task, s.plan.source) +
+                             (kept ? " (GPUs chosen by Slurm)" : "") +
+                             (slurm_cpus ? " (CPUs bound by Slurm)" : "") +
+                             (s.flags.dry_run ? " (dry run: not applied)" : "");
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  if (s.flags.dry_run) return 0;
+
+  const Status bound = client::apply_binding(
+      task, task_env,
+      {.bind_cpus = !slurm_cpus,
+       .align_other_visibility = !s.flags.no_gpu_env && !kept && !slurm_gpu_vars});
+  if (!bound) {
+    const std::string why = bound.error().message;
+    if (s.site.on_error == OnError::kFail) {
+      slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
+      return -1;
+    }
+    std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
+  }
+  return 0;
+}
+
+}  // namespace gpubind::spank
