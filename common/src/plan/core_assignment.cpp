@@ -43,6 +43,9 @@ void append_ranges(int begin, const Scratch<int>& sizes, Scratch<Range>& out) {
 
 }  // namespace
 
+// Each task's cores: its home domains (its GPUs' localities under order=gpu, else the whole node)
+// split their free cores among their tasks by weight, smaller domains first; then cpus-per-task
+// shortfalls spill, spare cores are shared out, and tasks left without a core get one.
 void Planner::assign_cores() {
   task_cores_.assign(ntasks_, {});
   const int wanted = cores_wanted_per_task();
@@ -382,8 +385,6 @@ bool Planner::take_from_richest(int task) {
   return true;
 }
 
-// More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
-// of those, while no core carries more than an even share of the tasks.
 const Scratch<int>& Planner::unit_distances(const Place& anchor) {
   for (const AnchorDistances& known : anchor_distances_) {
     const Place& a = known.anchor;
@@ -398,6 +399,8 @@ const Scratch<int>& Planner::unit_distances(const Place& anchor) {
   return anchor_distances_.back().to_unit;
 }
 
+// More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
+// of those, while no core carries more than an even share of the tasks.
 void Planner::share_core(int task, const Place& anchor) {
   const int units = static_cast<int>(usable_.size());
   const int even_load = (ntasks_ + units - 1) / units;
