@@ -11,8 +11,8 @@
 
 #include "gpubind/env.h"
 #include "gpubind/env_names.h"
+#include "gpubind/model_limits.h"
 #include "gpubind/policy.pb.h"
-#include "gpubind/protocol/limits.h"
 
 namespace gpubind {
 namespace {
@@ -129,10 +129,10 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
       policy.nic_patterns.push_back(proto.nic_patterns(i));
     }
   }
-  if (proto.smt() > static_cast<uint32_t>(protocol::kMaxSmt)) {
+  if (proto.smt() > static_cast<uint32_t>(kMaxSmt)) {
     return loc.at(proto, "smt", -1,
                   std::to_string(proto.smt()) + " threads per core is not plausible (0-" +
-                      std::to_string(protocol::kMaxSmt) + ")");
+                      std::to_string(kMaxSmt) + ")");
   }
   policy.smt = static_cast<int>(proto.smt());
   policy.order = proto.order() == gpubind::Policy::CPU ? Order::kCpu : Order::kGpu;

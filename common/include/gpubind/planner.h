@@ -9,6 +9,7 @@
 
 #include "gpubind/cpuset.h"
 #include "gpubind/env_list.h"
+#include "gpubind/model_limits.h"
 #include "gpubind/policy.h"
 #include "gpubind/result.h"
 #include "gpubind/small_vector.h"
@@ -86,11 +87,9 @@ struct Plan {
   std::vector<std::string> warnings;
 };
 
-// Hard limit on tasks per node and request: far above any node, bounds the work per request.
-inline constexpr int kMaxTasks = 4096;
-
-// Fails (with a message naming the fault) on bad requests: no tasks, unknown or repeated GPUs,
-// no usable CPUs. Everything else plans, with warnings for what it had to give up.
+// Fails (with a message naming the fault) on bad requests: no tasks or more than kMaxTasks
+// (model_limits.h), unknown or repeated GPUs, no usable CPUs. Everything else plans, with
+// warnings for what it had to give up.
 Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
                        const PlanRequest& request);
 

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpubind/model_limits.h"
+
 namespace gpubind::protocol {
 
 inline constexpr const char* kDefaultSocket = "/run/gpubind/gpubind.sock";
@@ -17,7 +19,8 @@ inline constexpr uint32_t kMaxRequestBytes = 256 * 1024;
 inline constexpr int kMaxGpus = 1024;
 inline constexpr size_t kMaxTokenBytes = 128;
 inline constexpr size_t kMaxCpuListBytes = 65536;
-// Hardware threads per core a request or policy may name (smt); no CPU has more.
-inline constexpr int kMaxSmt = 64;
+// The model's own bounds, checked on every side the same way.
+using gpubind::kMaxSmt;
+using gpubind::kMaxTasks;
 
 }  // namespace gpubind::protocol

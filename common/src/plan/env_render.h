@@ -1,0 +1,17 @@
+// Environment rendering, the planner's last step: it reads finished task plans only, so it stands
+// apart from the phases that make them (plan_state.h).
+#pragma once
+
+#include <vector>
+
+#include "gpubind/planner.h"
+
+namespace gpubind {
+
+// Fills each task's `env` from `policy`'s templates (GPU group by the task's first GPU's vendor,
+// NIC group by its first NIC's kind, then the OpenMP group) and gpubind's own variables.
+// `tasks` is the whole step on the node, in rank order; the request says which groups apply.
+void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
+                std::vector<TaskPlan>& tasks);
+
+}  // namespace gpubind

@@ -1,0 +1,338 @@
+// Phase 2, GPU choice: the step's GPUs (by index, bus id or as unplaced tokens), their domains,
+// and which GPUs each task gets: consecutive ranks share a GPU or a chunk of GPUs that sit
+// together (order=gpu), or each task takes the GPUs nearest its cores (order=cpu).
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include "plan/plan_state.h"
+
+namespace gpubind::planning {
+namespace {
+
+// A PCI bus id as "dddd:bb:dd.f" in lower case: hwloc writes a 4-digit domain, NVIDIA's tools
+// 8 digits ("00000000:C1:00.0"), and some tools none ("c1:00.0").
+std::string canonical_bus_id(const std::string& text) {
+  std::string lower;
+  for (char c : text)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  const size_t first = lower.find(':');
+  if (first == std::string::npos || lower.find(':', first + 1) == std::string::npos)
+    return "0000:" + lower;
+  const std::string domain = lower.substr(0, first);
+  const size_t digits = domain.find_first_not_of('0');
+  const std::string value = digits == std::string::npos ? "0" : domain.substr(digits);
+  return std::string(value.size() < 4 ? 4 - value.size() : 0, '0') + value + lower.substr(first);
+}
+
+// The GPU whose PCI bus id is `bus_id`, -1 if none.
+int gpu_with_bus_id(const Topology& topology, const std::string& bus_id) {
+  const std::string wanted = canonical_bus_id(bus_id);
+  for (const Gpu& gpu : topology.gpus)
+    if (!gpu.pci_bus_id.empty() && canonical_bus_id(gpu.pci_bus_id) == wanted) return gpu.index;
+  return -1;
+}
+
+}  // namespace
+
+Status Planner::resolve_step_gpus() {
+  if (!request_.unplaced_gpus.empty()) {
+    if (request_.gpus && !request_.gpus->empty())
+      return make_error("a step's GPUs are either node GPUs or unplaced tokens, not both");
+    for (const std::string& token : request_.unplaced_gpus) {
+      if (token.empty()) return make_error("an unplaced GPU has an empty token");
+    }
+    return Ok{};
+  }
+  if (!request_.gpus) {
+    // Each vendor's runtime counts its own GPUs only: an AMD GPU after an NVIDIA one is ROCm's 0.
+    step_gpus_.reserve(topo_.gpus.size());
+    std::array<int, kVendorCount> before{};  // GPUs of each vendor so far
+    for (const Gpu& gpu : topo_.gpus)
+      step_gpus_.push_back({gpu.index, std::to_string(before[static_cast<size_t>(gpu.vendor)]++)});
+    return Ok{};
+  }
+  step_gpus_.assign(request_.gpus->begin(), request_.gpus->end());
+  for (StepGpu& gpu : step_gpus_) {
+    if (gpu.pci.empty()) continue;
+    const int found = gpu_with_bus_id(topo_, gpu.pci);
+    if (found < 0) return node_mismatch("no GPU of this node has PCI bus id '" + gpu.pci + "'");
+    gpu.gpu = found;
+  }
+  Scratch<bool> seen(topo_.gpus.size(), false);
+  for (const StepGpu& gpu : step_gpus_) {
+    if (gpu.gpu < 0) return make_error("GPU index " + std::to_string(gpu.gpu) + " is negative");
+    if (gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
+      return node_mismatch("GPU " + std::to_string(gpu.gpu) + " does not exist (the node has " +
+                           std::to_string(topo_.gpus.size()) + " GPUs)");
+    }
+    if (seen[gpu.gpu]) return make_error("GPU " + std::to_string(gpu.gpu) + " is listed twice");
+    if (gpu.token.empty())
+      return make_error("GPU " + std::to_string(gpu.gpu) + " has an empty token");
+    seen[gpu.gpu] = true;
+  }
+  return Ok{};
+}
+
+void Planner::find_gpu_domains() {
+  const int count = static_cast<int>(step_gpus_.size());
+  gpu_domain_.resize(count);
+  for (int g = 0; g < count; ++g) {
+    gpu_domain_[g] = g;
+    for (int h = 0; h < g; ++h) {
+      if (gpu_domain_[h] == h && gpu_locality(h).cpus == gpu_locality(g).cpus) {
+        gpu_domain_[g] = h;
+        break;
+      }
+    }
+  }
+}
+
+int Planner::gpu_distance(int step_a, int step_b) const {
+  const Gpu& a = topo_.gpus[step_gpus_[step_a].gpu];
+  const Gpu& b = topo_.gpus[step_gpus_[step_b].gpu];
+  if (!a.pci_bus_id.empty() && a.pci_bus_id == b.pci_bus_id) return 0;
+  return 1 + distance(place_of(a.locality), place_of(b.locality));
+}
+
+// Groups step GPUs into chunks of the given sizes so a multi-GPU task gets GPUs that sit
+// together: first every chunk one domain can hold whole (grown from the first free GPU of such
+// a domain), then the rest from the nearest free GPUs. Chunks come out in step GPU order.
+Scratch<Scratch<int>> Planner::gpu_chunks(const Scratch<int>& sizes) const {
+  const int count = static_cast<int>(step_gpus_.size());
+  const Scratch<int>& domain = gpu_domain_;
+  Scratch<int> free_in_domain(count, 0);
+  for (int g = 0; g < count; ++g)
+    ++free_in_domain[domain[g]];
+  Scratch<bool> taken(count, false);
+  auto grow = [&](Scratch<int>& chunk, int seed, int size, bool same_domain) {
+    chunk.reserve(size);
+    chunk.push_back(seed);
+    taken[seed] = true;
+    --free_in_domain[domain[seed]];
+    while (static_cast<int>(chunk.size()) < size) {
+      int best = -1, best_distance = 0;
+      for (int g = 0; g < count; ++g) {
+        if (taken[g] || (same_domain && domain[g] != domain[seed])) continue;
+        const int d = gpu_distance(seed, g);
+        if (best < 0 || d < best_distance) {
+          best = g;
+          best_distance = d;
+        }
+      }
+      if (best < 0) return;
+      taken[best] = true;
+      --free_in_domain[domain[best]];
+      chunk.push_back(best);
+    }
+  };
+  Scratch<Scratch<int>> chunks(sizes.size());
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    for (int seed = 0; seed < count; ++seed) {
+      if (!taken[seed] && free_in_domain[domain[seed]] >= sizes[c]) {
+        grow(chunks[c], seed, sizes[c], true);
+        break;
+      }
+    }
+  }
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    if (!chunks[c].empty()) continue;
+    const auto seed = std::find(taken.begin(), taken.end(), false);
+    if (seed == taken.end()) break;
+    grow(chunks[c], static_cast<int>(seed - taken.begin()), sizes[c], false);
+  }
+  std::erase_if(chunks, [](const Scratch<int>& chunk) { return chunk.empty(); });
+  stable_sort_unless_sorted(chunks, [](const auto& a, const auto& b) {
+    return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+  });
+  return chunks;
+}
+
+// Consecutive ranks share a chunk; a chunk of one GPU with tiles hands each sharer its tiles.
+void Planner::give_chunks_to_tasks(Scratch<Scratch<int>> chunks,
+                                   const Scratch<int>& tasks_per_chunk) {
+  task_gpus_.assign(ntasks_, {});
+  task_tiles_.assign(ntasks_, -1);
+  int rank = 0;
+  for (size_t c = 0; c < chunks.size() && rank < ntasks_; ++c) {
+    const int sharers = std::min(tasks_per_chunk[c], ntasks_ - rank);
+    const int tiles = chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].gpu].tiles : 0;
+    for (int j = 0; j < sharers; ++j, ++rank) {
+      task_gpus_[rank] = j + 1 < sharers ? chunks[c] : std::move(chunks[c]);
+      if (sharers > 1 && tiles > 1) task_tiles_[rank] = j * tiles / sharers;
+    }
+  }
+}
+
+void Planner::assign_gpus_by_rank() {
+  const int gpus = static_cast<int>(step_gpus_.size());
+  Scratch<int> chunk_sizes;
+  Scratch<int> tasks_per_chunk;
+  if (request_.gpus_per_task > 0) {
+    const int per_task = std::min(request_.gpus_per_task, gpus);
+    const int chunks = std::max(1, std::min(ntasks_, gpus / per_task));
+    if (request_.gpus_per_task * ntasks_ > gpus) {
+      warn(counted(ntasks_, "task") + " x " + std::to_string(request_.gpus_per_task) +
+           " GPUs per task exceeds the step's " + counted(gpus, "GPU") + "; tasks share GPUs");
+    }
+    chunk_sizes.assign(chunks, per_task);
+    tasks_per_chunk = even_split(ntasks_, chunks);
+  } else if (request_.tasks_per_gpu > 0) {
+    int chunks = (ntasks_ + request_.tasks_per_gpu - 1) / request_.tasks_per_gpu;
+    if (chunks > gpus) {
+      warn(counted(ntasks_, "task") + " at " + std::to_string(request_.tasks_per_gpu) +
+           " per GPU need " + counted(chunks, "GPU") + " but the step has " + std::to_string(gpus) +
+           "; tasks are spread evenly");
+      chunks = gpus;
+      tasks_per_chunk = even_split(ntasks_, chunks);
+    } else {
+      tasks_per_chunk.assign(chunks, request_.tasks_per_gpu);
+    }
+    chunk_sizes.assign(chunks, 1);
+  } else if (ntasks_ >= gpus) {
+    chunk_sizes.assign(gpus, 1);
+    tasks_per_chunk = even_split(ntasks_, gpus);
+  } else {
+    chunk_sizes = even_split(gpus, ntasks_);
+    tasks_per_chunk.assign(ntasks_, 1);
+  }
+  give_chunks_to_tasks(gpu_chunks(chunk_sizes), tasks_per_chunk);
+}
+
+// order=cpu: each task takes the GPUs nearest its cores. GPU capacities are an even share of the
+// demand (or the requested tasks-per-gpu), so every GPU is used before any takes one more task.
+void Planner::assign_gpus_by_cores() {
+  const int gpus = static_cast<int>(step_gpus_.size());
+  int per_task = request_.gpus_per_task;
+  if (per_task == 0) per_task = ntasks_ >= gpus ? 1 : gpus / ntasks_;
+  per_task = std::min(per_task, gpus);
+  const int demand = ntasks_ * per_task;
+  int base = demand / gpus, extra = demand % gpus;
+  if (request_.tasks_per_gpu > 0 && request_.tasks_per_gpu * gpus >= demand) {
+    base = request_.tasks_per_gpu;
+    extra = 0;
+  }
+  Scratch<int> load(gpus, 0);
+  task_gpus_.assign(ntasks_, {});
+  task_tiles_.assign(ntasks_, -1);
+  Scratch<int> local_cores(gpus);
+  for (int task = 0; task < ntasks_; ++task) {
+    const Place here = task_place(task);
+    // Nearest first: the GPU whose domain holds most of the task's cores, then by distance.
+    for (int g = 0; g < gpus; ++g) {
+      const CpuSet& domain = gpu_locality(g).cpus;
+      local_cores[g] =
+          static_cast<int>(std::count_if(task_cores_[task].begin(), task_cores_[task].end(),
+                                         [&](int u) { return domain.test(usable_[u].first_pu); }));
+    }
+    Scratch<int>& mine = task_gpus_[task];
+    for (int n = 0; n < per_task; ++n) {
+      // Within capacity first; past it only if capacities leave this task nothing new.
+      for (bool capped : {true, false}) {
+        int best = -1;
+        std::array<int, 4> best_key{};
+        for (int g = 0; g < gpus; ++g) {
+          if (std::find(mine.begin(), mine.end(), g) != mine.end()) continue;
+          if (capped && !(load[g] < base || (load[g] == base && extra > 0))) continue;
+          const std::array<int, 4> key = {-local_cores[g],
+                                          distance(here, place_of(gpu_locality(g))), load[g], g};
+          if (best < 0 || key < best_key) {
+            best = g;
+            best_key = key;
+          }
+        }
+        if (best < 0) continue;
+        if (load[best] == base && extra > 0) --extra;
+        ++load[best];
+        mine.push_back(best);
+        break;
+      }
+    }
+  }
+}
+
+// Tokens without a node GPU (MIG instances: which GPU holds each is not known here) go to tasks
+// like GPUs do, in blocks or shared, after the cores were planned without them.
+void Planner::hand_out_unplaced_gpus() {
+  const std::vector<std::string>& tokens = request_.unplaced_gpus;
+  const int n = static_cast<int>(tokens.size());
+  if (n == 0) return;
+  const int per_task = request_.gpus_per_task;
+  for (int task = 0; task < ntasks_; ++task) {
+    int begin = 0, end = 0;
+    if (per_task > 0) {
+      begin = (task * per_task) % n;
+      end = begin + std::min(per_task, n);
+    } else if (n >= ntasks_) {
+      begin = task * n / ntasks_;
+      end = (task + 1) * n / ntasks_;
+    } else {
+      begin = task * n / ntasks_;
+      end = begin + 1;
+    }
+    for (int i = begin; i < end; ++i) {
+      const int at = i % n;
+      plan_.tasks[task].gpus.push_back({at, -1, -1, tokens[at], "", Vendor::kNvidia});
+    }
+  }
+  if (per_task > 0 && per_task * ntasks_ > n) {
+    warn(counted(ntasks_, "task") + " x " + std::to_string(per_task) +
+         " GPUs per task need more than the step's " + counted(n, "MIG instance") +
+         ": tasks share them");
+  }
+  warn("the step's GPUs are MIG instances (" + tokens.front() +
+       "...): the GPU that holds each is not known here, so tasks' cores are not placed near "
+       "them");
+}
+
+// What the task's runtime calls the GPU (or one tile of it). Tiled cards (Intel PVC) are "g" and
+// "g.t" under Level Zero's COMPOSITE hierarchy; under FLAT every tile is a device of its own,
+// numbered card by card (ZE_ENABLE_PCI_ID_DEVICE_ORDER=1 makes that the PCI order).
+std::string Planner::device_token(const Gpu& gpu, const std::string& step_token, int tile) {
+  const int tiles = gpu.tiles;
+  if (tiles < 2 || request_.ze_hierarchy == ZeHierarchy::kComposite) {
+    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+  }
+  int card = 0;
+  auto [end, ec] = std::from_chars(step_token.data(), step_token.data() + step_token.size(), card);
+  if (ec != std::errc() || end != step_token.data() + step_token.size() || card < 0 ||
+      card > kMaxTasks) {
+    warn("GPU token '" + step_token +
+         "' is not a card number: its tiles cannot be named under ZE_FLAT_DEVICE_HIERARCHY=FLAT; "
+         "the card.tile form is used");
+    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+  }
+  if (tile >= 0) return std::to_string(card * tiles + tile);
+  std::string all;
+  for (int t = 0; t < tiles; ++t)
+    all += (t ? "," : "") + std::to_string(card * tiles + t);
+  return all;
+}
+
+// Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
+// CPUs may lie elsewhere), naming the first few.
+void Planner::warn_tasks_far_from_gpus() {
+  Scratch<int> far;
+  for (const TaskPlan& task : plan_.tasks) {
+    if (task.gpus.empty() || task.gpus[0].gpu < 0) continue;
+    const bool near = std::any_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpu& gpu) {
+      return task.cpus.intersects(topo_.gpus[gpu.gpu].locality.cpus);
+    });
+    if (!near) far.push_back(task.rank);
+  }
+  if (far.empty()) return;
+  std::string which;
+  for (size_t i = 0; i < far.size() && i < 3; ++i) {
+    const TaskPlan& task = plan_.tasks[far[i]];
+    const Gpu& gpu = topo_.gpus[task.gpus[0].gpu];
+    which += std::string(which.empty() ? "" : ", ") + "rank " + std::to_string(task.rank) +
+             ": GPU " + gpu.pci_bus_id + " on " + describe_locality(gpu.locality);
+  }
+  if (far.size() > 3) which += ", ...";
+  warn(std::to_string(far.size()) + " of " + counted(ntasks_, "task") +
+       (far.size() == 1 ? " has" : " have") + " no CPU in their GPU's domain (" + which +
+       "): the step's CPUs there are too few or none");
+}
+
+}  // namespace gpubind::planning

@@ -1,0 +1,94 @@
+// Phase 4, NIC choice: each node GPU's nearest NIC (equals taken round robin), a task's NICs
+// those of its GPUs in GPU order, led by the one fewest earlier tasks lead with; tasks without
+// GPUs take the least used NIC nearest their cores.
+#include <algorithm>
+#include <array>
+
+#include "plan/plan_state.h"
+
+namespace gpubind::planning {
+namespace {
+
+// Each node GPU's NIC, whatever the step: the i-th of the GPUs with the same equally nearest NICs
+// takes the i-th of them, round robin. Jobs sharing a node thus spread over the NICs instead of
+// all taking the first, and a task of two such GPUs gets two NICs.
+Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
+  const int gpus = static_cast<int>(topo.gpus.size());
+  Scratch<Scratch<int>> nearest(gpus);
+  for (int g = 0; g < gpus; ++g) {
+    int best = DomainSizes::kFar + 1;
+    for (const Nic& nic : topo.nics) {
+      const int d = sizes.distance(place_of(topo.gpus[g].locality), place_of(nic.locality));
+      if (d < best) nearest[g].clear();
+      if (d <= best) {
+        best = d;
+        nearest[g].push_back(nic.index);
+      }
+    }
+  }
+  Scratch<int> nic(gpus, -1);
+  for (int g = 0; g < gpus; ++g) {
+    if (nearest[g].empty()) continue;
+    const auto before = std::count(nearest.begin(), nearest.begin() + g, nearest[g]);
+    nic[g] = nearest[g][before % nearest[g].size()];
+  }
+  return nic;
+}
+
+}  // namespace
+
+void Planner::assign_nics() {
+  if (topo_.nics.empty()) return;
+  const Scratch<int> gpu_nic = gpu_nics(topo_, sizes_);
+  Scratch<int> load(topo_.nics.size(), 0);
+  for (int task = 0; task < ntasks_; ++task) {
+    for (int g : task_gpus_[task])
+      ++load[gpu_nic[step_gpus_[g].gpu]];
+  }
+  // Tasks without GPUs: the nearest NIC to their cores, the least used among equals.
+  auto nearest_nic = [&](const Place& from) {
+    int best = -1;
+    std::array<int, 3> best_key{};
+    for (size_t n = 0; n < topo_.nics.size(); ++n) {
+      const std::array<int, 3> key = {distance(from, place_of(topo_.nics[n].locality)), load[n],
+                                      static_cast<int>(n)};
+      if (best < 0 || key < best_key) {
+        best = static_cast<int>(n);
+        best_key = key;
+      }
+    }
+    ++load[best];
+    return best;
+  };
+  // A task's NICs: its GPUs' NICs, in GPU order, each once. The first (where one NIC per task is
+  // used, as by Cray MPICH) is, of those as near its first GPU as that GPU's own, the one fewest
+  // earlier tasks lead with: tasks of several GPUs sharing NICs do not all lead with one.
+  Scratch<int> leading(topo_.nics.size(), 0);
+  for (int task = 0; task < ntasks_; ++task) {
+    TaskPlan& plan = plan_.tasks[task];
+    if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
+    for (int g : task_gpus_[task]) {
+      const int nic = gpu_nic[step_gpus_[g].gpu];
+      if (std::find(plan.nics.begin(), plan.nics.end(), nic) == plan.nics.end())
+        plan.nics.push_back(nic);
+    }
+    if (!task_gpus_[task].empty()) {
+      // Among the NICs as near the task's first GPU as its own.
+      const Place gpu = place_of(gpu_locality(task_gpus_[task][0]));
+      const int near = distance(gpu, place_of(topo_.nics[plan.nics.front()].locality));
+      auto first = plan.nics.begin();
+      for (auto it = plan.nics.begin(); it != plan.nics.end(); ++it) {
+        if (leading[*it] < leading[*first] &&
+            distance(gpu, place_of(topo_.nics[*it].locality)) == near)
+          first = it;
+      }
+      std::rotate(plan.nics.begin(), first, first + 1);
+    }
+    ++leading[plan.nics.front()];
+    plan.nic = plan.nics.front();
+    for (int n : plan.nics)
+      plan.nic_name += (plan.nic_name.empty() ? "" : ",") + topo_.nics[n].name;
+  }
+}
+
+}  // namespace gpubind::planning
