@@ -99,11 +99,6 @@ void Router::stop() {
   }
 }
 
-Router::Counters Router::counters() const {
-  std::lock_guard<std::mutex> lock(shared_mutex_);
-  return counters_;
-}
-
 void Router::loop() {
   epoll_event events[kMaxEvents];
   while (!stopping_) {
@@ -168,10 +163,6 @@ void Router::accept_all() {
     c.pid = peer.pid;
     connections_.emplace(c.id, std::move(connection));
     by_uid_[c.uid].insert(c.id);
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.accepted;
-    }
     epoll_event event{EPOLLIN, {.u64 = c.id}};
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
     set_deadline(c, Clock::now() + limits_.classify);
@@ -193,20 +184,12 @@ bool Router::make_room(uid_t uid, pid_t pid) {
     if (found == by_uid_.end()) return false;
     for (uint64_t id : found->second) {
       if (connections_.at(id)->stage != Stage::kClassify) continue;
-      {
-        std::lock_guard<std::mutex> lock(shared_mutex_);
-        ++counters_.evicted;
-      }
       close_connection(id);
       return true;
     }
     return false;
   };
   auto refuse = [&](const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.refused;
-    }
     static log::RateLimited said;
     said.write(log::Level::kWarning, why);
     return false;
@@ -265,10 +248,6 @@ void Router::classify(Connection& c) {
   if (std::memcmp(head, compact::kMagic, have) != 0) {
     hand_to_grpc(c);
   } else if (have == kMagicSize) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.compact;
-    }
     c.stage = Stage::kRead;
     read_request(c);
   }
@@ -328,10 +307,6 @@ void Router::start_planning(Connection& c) {
     }
   };
   if (!workers_.submit(c.uid, std::move(job))) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.refused;
-    }
     static log::RateLimited said;
     said.write(log::Level::kWarning,
                "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
@@ -379,10 +354,6 @@ void Router::hand_to_grpc(Connection& c) {
   const int watcher = fcntl(c.fd, F_DUPFD_CLOEXEC, 0);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   grpc::AddInsecureChannelFromFd(server_, c.fd);
-  {
-    std::lock_guard<std::mutex> lock(shared_mutex_);
-    ++counters_.grpc;
-  }
   c.fd = watcher;
   if (watcher < 0) {  // out of descriptors: gRPC still serves it, uncounted
     c.fd = -1;
@@ -397,13 +368,7 @@ void Router::hand_to_grpc(Connection& c) {
 
 void Router::expire(Clock::time_point now) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    const uint64_t id = deadlines_.begin()->second;
-    Connection& c = *connections_.at(id);
-    if (c.stage != Stage::kGrpc) {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.timed_out;
-    }
-    close_connection(id);
+    close_connection(deadlines_.begin()->second);
   }
 }
 
