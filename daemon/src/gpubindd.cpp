@@ -19,20 +19,20 @@
 #include <iostream>
 #include <thread>
 
-#include "binder_service.h"
 #include "compact_server.h"
-#include "daemon_state.h"
 #include "gpubind/cli_args.h"
+#include "gpubind/daemon/binder_service.h"
+#include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/listener.h"
+#include "gpubind/daemon/log.h"
+#include "gpubind/daemon/plan_workers.h"
+#include "gpubind/daemon/router.h"
 #include "gpubind/node.h"
 #include "gpubind/parse.h"
 #include "gpubind/planner.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
 #include "gpubind/sanitizers.h"
-#include "listener.h"
-#include "log.h"
-#include "plan_workers.h"
-#include "router.h"
 
 namespace gpubind::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "gpubind/daemon/log.h"
 
 #include <poll.h>
 #include <sys/socket.h>

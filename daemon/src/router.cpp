@@ -1,4 +1,4 @@
-#include "router.h"
+#include "gpubind/daemon/router.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "compact_server.h"
+#include "gpubind/daemon/log.h"
 #include "gpubind/protocol/compact.h"
-#include "log.h"
 
 namespace gpubind::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "binder_service.h"
+#include "gpubind/daemon/binder_service.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -7,9 +7,10 @@
 #include <thread>
 
 #include "api_convert.h"
+#include "gpubind/daemon/log.h"
+#include "gpubind/daemon/plan_workers.h"
 #include "gpubind/planner.h"
-#include "log.h"
-#include "plan_workers.h"
+#include "latency_window.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -29,7 +30,11 @@ class InFlight {
 }  // namespace
 
 BinderService::BinderService(StatePtr state, bool socket_activated)
-    : state_(std::move(state)), socket_activated_(socket_activated) {}
+    : state_(std::move(state)),
+      socket_activated_(socket_activated),
+      latencies_(std::make_unique<LatencyWindow>()) {}
+
+BinderService::~BinderService() = default;
 
 StatePtr BinderService::state() const {
   std::lock_guard<std::mutex> lock(state_mutex_);
@@ -106,7 +111,7 @@ Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& reque
   const StatePtr state = this->state();
   auto count = [&] {
     ++requests_;
-    latencies_.add(
+    latencies_->add(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
             .count());
   };
@@ -143,7 +148,7 @@ std::optional<BinderService::Answer> BinderService::answer_from_cache(
   if (!hit) return std::nullopt;
   ++cache_hits_;
   ++requests_;
-  latencies_.add(
+  latencies_->add(
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return Answer{std::move(hit), true};
 }
@@ -252,8 +257,8 @@ grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusR
   response->set_requests(requests_);
   response->set_errors(errors_);
   response->set_cache_hits(cache_hits_);
-  response->set_p50_us(latencies_.percentile(50));
-  response->set_p99_us(latencies_.percentile(99));
+  response->set_p50_us(latencies_->percentile(50));
+  response->set_p99_us(latencies_->percentile(99));
   response->set_rss_bytes(resident_bytes());
   response->set_cpu_s(cpu_seconds());
   response->set_pid(static_cast<uint32_t>(getpid()));

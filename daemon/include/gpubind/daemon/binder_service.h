@@ -8,13 +8,13 @@
 #include <optional>
 #include <string>
 
-#include "daemon_state.h"
+#include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/plan_cache.h"
 #include "gpubind/v1/binder.grpc.pb.h"
-#include "latency_window.h"
-#include "plan_cache.h"
 
 namespace gpubind::daemon {
 
+class LatencyWindow;
 class PlanWorkers;
 
 // Plan is served raw (callback API): its answer is the serialized bytes the compact transport
@@ -23,6 +23,7 @@ class PlanWorkers;
 class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Binder::Service> {
  public:
   BinderService(StatePtr state, bool socket_activated);
+  ~BinderService() override;
 
   // Plans asked over gRPC are made on these workers, all in one turn of their own, so gRPC
   // clients take turns with the compact protocol's users. Without workers (tests), inline.
@@ -80,7 +81,7 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   // unit's MemoryMax whatever requests arrive.
   static constexpr size_t kCacheBudgetBytes = 16u << 20;
   PlanCache cache_{kCacheBudgetBytes};
-  LatencyWindow latencies_;
+  const std::unique_ptr<LatencyWindow> latencies_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> cache_hits_{0};

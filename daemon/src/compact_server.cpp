@@ -1,8 +1,8 @@
 #include "compact_server.h"
 
-#include "binder_service.h"
+#include "gpubind/daemon/binder_service.h"
+#include "gpubind/daemon/log.h"
 #include "gpubind/protocol/compact.h"
-#include "log.h"
 
 namespace gpubind::daemon {
 namespace {

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpubind/daemon/plan_workers.h"
 #include "gpubind/result.h"
-#include "plan_workers.h"
 
 namespace grpc {
 class Server;
