@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
+
+#include "gpubind/daemon/binder_service.h"
 
 namespace gpubind::daemon {
-
-class BinderService;
 
 // What to do after a request's header (compact::kRequestHeaderBytes bytes).
 struct HeaderVerdict {
@@ -23,13 +25,22 @@ struct HeaderVerdict {
 
 HeaderVerdict check_header(const char* header);
 
-// The whole answer frame (status, length, payload) for one request's body: the same
-// PlanRequest and PlanResponse as a gRPC call, answered from the cache or the planner. Runs on a
-// planning worker.
-std::string answer_frame(const std::string& body, BinderService& service);
+// A compact request for a planning worker: parsed and keyed already, or (a large one) its body,
+// which the worker parses.
+using CompactRequest = std::variant<std::string, KeyedRequest>;
 
-// The answer frame for a request the cache already answers; nullopt when it must be planned (or
-// is too large to look up outside a worker). Runs on the router's thread.
-std::optional<std::string> cached_answer_frame(const std::string& body, BinderService& service);
+// A request's body as the router takes it in. A step's request (a few hundred bytes) is parsed
+// and keyed on the router's thread, so a repeated step shape is answered from the cache without a
+// worker; a larger one (long CPU lists, many GPUs) is parsed on the worker, where its cost counts
+// against its sender's turn. Either way each request is parsed once and keyed once.
+struct CompactIntake {
+  std::optional<std::string> answer;  // the answer frame, when no planning is needed
+  CompactRequest request;             // otherwise: what a worker answers
+};
+CompactIntake take_in(std::string_view body, BinderService& service);
+
+// The whole answer frame (status, length, payload) for a request: the same PlanRequest and
+// PlanResponse as a gRPC call, answered from the cache or the planner. Runs on a planning worker.
+std::string answer_frame(const CompactRequest& request, BinderService& service);
 
 }  // namespace gpubind::daemon

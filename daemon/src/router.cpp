@@ -285,9 +285,10 @@ void Router::read_request(Connection& c) {
 }
 
 void Router::start_planning(Connection& c) {
-  std::string body = c.in.substr(compact::kRequestHeaderBytes);
-  if (auto cached = cached_answer_frame(body, service_)) {
-    start_writing(c, std::move(*cached));
+  CompactIntake intake =
+      take_in(std::string_view(c.in).substr(compact::kRequestHeaderBytes), service_);
+  if (intake.answer) {
+    start_writing(c, std::move(*intake.answer));
     return;
   }
   c.stage = Stage::kPlan;
@@ -295,8 +296,8 @@ void Router::start_planning(Connection& c) {
   c.in.clear();
   c.in.shrink_to_fit();
   const uint64_t id = c.id;
-  auto job = [this, id, body = std::move(body)] {
-    std::string frame = answer_frame(body, service_);
+  auto job = [this, id, request = std::move(intake.request)] {
+    std::string frame = answer_frame(request, service_);
     {
       std::lock_guard<std::mutex> lock(shared_mutex_);
       finished_.emplace_back(id, std::move(frame));
