@@ -68,28 +68,4 @@ class BinderClient {
   std::unique_ptr<Impl> impl_;
 };
 
-// Load generator for `gpubindctl bench`: `clients` threads, each with its own connection,
-// send `requests` Plan calls in total. Latencies are per call, measured by the client.
-struct BenchResult {
-  double p50_us = 0, p99_us = 0, p999_us = 0;
-  double plans_per_s = 0;
-  uint64_t calls = 0, errors = 0;
-  std::string first_error;
-};
-BenchResult bench_plan(const std::string& socket_path, const PlanRequest& request, int clients,
-                       int requests, bool bypass_cache);
-
-// The plugin's path: the same plans asked over the compact protocol, one connection per call as
-// slurmstepd makes one per step and node.
-BenchResult bench_compact(const std::string& socket_path, const PlanRequest& request, int clients,
-                          int requests);
-
-// The gRPC floor: the same load of GetStatus calls, which do no work in the daemon.
-BenchResult bench_empty_rpc(const std::string& socket_path, int clients, int requests);
-
-// The floor for the same exchange: the same request and response bytes echoed over a raw Unix
-// socket by an in-process server, with the same client count.
-Result<BenchResult> bench_raw_floor(const PlanRequest& request, size_t response_bytes, int clients,
-                                    int requests);
-
 }  // namespace gpubind::client

@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 
-#include "../tests/support/synthetic.h"
+#include "gpubind/bench/synthetic_topology.h"
 #include "gpubind/planner.h"
 #include "gpubind/topology_hwloc.h"
 
@@ -58,7 +58,7 @@ BENCHMARK(BM_PlanLumiGOrderCpu)->Arg(8)->Arg(56)->Unit(benchmark::kMicrosecond);
 
 void BM_Plan1024Pus(benchmark::State& state) {
   // 2 packages x 4 NUMA x 4 L3 x 16 cores x 2 threads, one GPU and NIC per NUMA node.
-  static const Topology big = testing::synthetic_topology({});
+  static const Topology big = bench::synthetic_topology({});
   plan_loop(state, big, SitePolicy(), Order::kGpu);
 }
 BENCHMARK(BM_Plan1024Pus)->Arg(256)->Unit(benchmark::kMicrosecond);

@@ -18,15 +18,15 @@
 #include <memory>
 #include <string>
 
-#include "binder_service.h"
-#include "daemon_state.h"
 #include "gpubind/cpuset.h"
+#include "gpubind/daemon/binder_service.h"
+#include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/listener.h"
+#include "gpubind/daemon/log.h"
+#include "gpubind/daemon/plan_workers.h"
+#include "gpubind/daemon/router.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
-#include "listener.h"
-#include "log.h"
-#include "plan_workers.h"
-#include "router.h"
 
 using namespace gpubind;
 

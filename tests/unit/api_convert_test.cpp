@@ -5,8 +5,8 @@
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
 #include "../support/requests.h"
+#include "gpubind/daemon/plan_cache.h"
 #include "gpubind/output/plan_format.h"
-#include "plan_cache.h"
 
 namespace gpubind {
 namespace {

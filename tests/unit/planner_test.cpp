@@ -10,7 +10,7 @@
 
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
-#include "../support/synthetic.h"
+#include "gpubind/bench/synthetic_topology.h"
 
 namespace gpubind {
 namespace {
@@ -798,7 +798,7 @@ namespace gpubind {
 namespace {
 
 TEST(PlannerScale, ThousandPuNodeWithManyTasks) {
-  const Topology t = testing::synthetic_topology({});
+  const Topology t = bench::synthetic_topology({});
   ASSERT_EQ(t.all_pus().count(), 1024);
   for (int n : {8, 256, 512, 600}) {
     PlanRequest request;
@@ -824,14 +824,14 @@ bool has_warning(const Plan& plan, const std::string& text) {
 
 // Packages of one NUMA node each, with L3s of 8 cores and GPUs (and as many NICs) on each.
 Topology apu_node(int packages, int l3s, int gpus, int threads_per_core = 1) {
-  testing::SyntheticShape shape;
+  bench::SyntheticShape shape;
   shape.packages = packages;
   shape.numa_per_package = 1;
   shape.l3_per_numa = l3s;
   shape.cores_per_l3 = 8;
   shape.threads_per_core = threads_per_core;
   shape.gpus_per_numa = gpus;
-  return testing::synthetic_topology(shape);
+  return bench::synthetic_topology(shape);
 }
 
 // One package, one NUMA node, three L3s of 8 cores: an MI300A-like APU with one GPU.
@@ -874,9 +874,9 @@ TEST(PlannerThreads, TasksGetThreadsOfTheirOwnBeforeSharingOne) {
 }
 
 TEST(PlannerSpareCores, TasksShareTheCoresNoGpuIsNear) {
-  testing::SyntheticShape shape;  // 8 NUMA nodes of 64 cores, one GPU each
+  bench::SyntheticShape shape;  // 8 NUMA nodes of 64 cores, one GPU each
   shape.threads_per_core = 1;
-  const Topology t = testing::synthetic_topology(shape);
+  const Topology t = bench::synthetic_topology(shape);
   PlanRequest request = tasks(2);
   request.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};
   const Plan plan = plan_or_fail(t, SitePolicy(), request);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "binder_client.h"
+#include "gpubind/bench/load.h"
 #include "gpubind/cli_args.h"
 #include "gpubind/node.h"
 #include "gpubind/output/json.h"
@@ -317,7 +318,7 @@ int run_status(const Args& args) {
   return kExitOk;
 }
 
-output::Json bench_json(const client::BenchResult& r) {
+output::Json bench_json(const bench::LoadResult& r) {
   return output::Json{{"p50_us", r.p50_us},
                       {"p99_us", r.p99_us},
                       {"p999_us", r.p999_us},
@@ -345,19 +346,19 @@ int run_bench(const Args& args) {
   const bool bypass = args.has("no-cache");
   client::BinderClient status_client(access->socket);
   auto before = status_client.status(access->timeout);
-  const client::BenchResult rpc =
-      client::bench_plan(access->socket, request, *clients, *requests, bypass);
+  const bench::LoadResult rpc =
+      bench::plan_over_grpc(access->socket, request, *clients, *requests, bypass);
   auto after = status_client.status(access->timeout);
   // The daemon's own CPU per plan: what it could serve with the load generator elsewhere.
   const double daemon_cpu_s = before && after ? after->cpu_s - before->cpu_s : 0;
   const double plans_per_daemon_cpu_s =
       daemon_cpu_s > 0 ? static_cast<double>(rpc.calls - rpc.errors) / daemon_cpu_s : 0;
-  std::optional<client::BenchResult> compact, empty, floor;
+  std::optional<bench::LoadResult> compact, empty, floor;
   if (args.has("floor")) {
     // The compact protocol has no cache bypass: with --no-cache it would not compare.
-    if (!bypass) compact = client::bench_compact(access->socket, request, *clients, *requests);
-    empty = client::bench_empty_rpc(access->socket, *clients, *requests);
-    auto measured = client::bench_raw_floor(request, probe->response_bytes, *clients, *requests);
+    if (!bypass) compact = bench::plan_over_compact(access->socket, request, *clients, *requests);
+    empty = bench::empty_grpc_calls(access->socket, *clients, *requests);
+    auto measured = bench::raw_socket_floor(request, probe->response_bytes, *clients, *requests);
     if (!measured) return fail(measured.error().message, kExitFailed);
     floor = *measured;
   }

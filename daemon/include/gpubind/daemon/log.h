@@ -17,8 +17,6 @@ enum class Level { kError = 3, kWarning = 4, kInfo = 6, kDebug = 7 };
 void set_level(Level level);
 bool parse_level(const std::string& text, Level& level);  // "error", "warning", "info", "debug"
 void write(Level level, const std::string& message);
-// Lines dropped so far because stderr could not take them.
-uint64_t dropped();
 
 inline void error(const std::string& m) {
   write(Level::kError, m);

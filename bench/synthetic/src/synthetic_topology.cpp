@@ -1,20 +1,10 @@
-// Builds large regular topologies in memory (no hwloc), for scale tests and benchmarks.
-#pragma once
+#include "gpubind/bench/synthetic_topology.h"
 
-#include "gpubind/topology.h"
+#include <string>
 
-namespace gpubind::testing {
+namespace gpubind::bench {
 
-struct SyntheticShape {
-  int packages = 2;
-  int numa_per_package = 4;
-  int l3_per_numa = 4;
-  int cores_per_l3 = 16;
-  int threads_per_core = 2;
-  int gpus_per_numa = 1;  // GPUs (and one NIC each) local to each NUMA node
-};
-
-inline Topology synthetic_topology(const SyntheticShape& s) {
+Topology synthetic_topology(const SyntheticShape& s) {
   Topology t;
   t.source = "synthetic";
   t.hostname = "synthetic";
@@ -56,4 +46,4 @@ inline Topology synthetic_topology(const SyntheticShape& s) {
   return t;
 }
 
-}  // namespace gpubind::testing
+}  // namespace gpubind::bench

@@ -1,8 +1,7 @@
 #include "compact_server.h"
 
-#include "binder_service.h"
+#include "gpubind/daemon/log.h"
 #include "gpubind/protocol/compact.h"
-#include "log.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -28,6 +27,11 @@ std::string plan_frame(const BinderService::Answer& answer) {
   std::string out = header(compact::kStatusPlan, size, compact::kAnswerHeaderBytes + size);
   answer.append_to(out);
   return out;
+}
+
+std::string refusal_frame(const Error& error) {
+  return frame(error.node_mismatch ? compact::kStatusNodeMismatch : compact::kStatusRefused,
+               error.message);
 }
 
 }  // namespace
@@ -59,29 +63,25 @@ HeaderVerdict check_header(const char* header) {
   return {HeaderVerdict::kReadBody, size, {}};
 }
 
-std::string answer_frame(const std::string& body, BinderService& service) {
-  v1::PlanRequest request;
-  if (!request.ParseFromString(body))
-    return frame(compact::kStatusRefused, "not a gpubind.v1.PlanRequest");
-  auto answer = service.answer(request);
-  if (!answer) {
-    return frame(
-        answer.error().node_mismatch ? compact::kStatusNodeMismatch : compact::kStatusRefused,
-        answer.error().message);
-  }
-  return plan_frame(*answer);
+CompactIntake take_in(std::string_view body, BinderService& service) {
+  // A step's request is a few hundred bytes; larger ones are parsed on a worker.
+  constexpr size_t kMaxInlineBytes = 4096;
+  if (body.size() > kMaxInlineBytes) return {std::nullopt, std::string(body)};
+  auto request = service.receive(body);
+  if (!request) return {refusal_frame(request.error()), std::string()};
+  if (auto cached = service.answer_from_cache(*request))
+    return {plan_frame(*cached), std::string()};
+  return {std::nullopt, std::move(request).value()};
 }
 
-std::optional<std::string> cached_answer_frame(const std::string& body, BinderService& service) {
-  // A step's request is a few hundred bytes; larger ones (long CPU lists, many GPUs) are parsed
-  // on a worker, where their cost counts against their sender's turn.
-  constexpr size_t kMaxInlineBytes = 4096;
-  if (body.size() > kMaxInlineBytes) return std::nullopt;
-  v1::PlanRequest request;
-  if (!request.ParseFromString(body)) return std::nullopt;  // the worker says why
-  auto answer = service.answer_from_cache(request);
-  if (!answer) return std::nullopt;
-  return plan_frame(*answer);
+std::string answer_frame(const CompactRequest& request, BinderService& service) {
+  auto answer = [&service](const KeyedRequest& keyed) {
+    auto planned = service.answer(keyed);
+    return planned ? plan_frame(*planned) : refusal_frame(planned.error());
+  };
+  if (const auto* keyed = std::get_if<KeyedRequest>(&request)) return answer(*keyed);
+  auto received = service.receive(std::get<std::string>(request));
+  return received ? answer(*received) : refusal_frame(received.error());
 }
 
 }  // namespace gpubind::daemon

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "gpubind/daemon/log.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,7 +14,6 @@ namespace gpubind::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
-std::atomic<uint64_t> g_dropped{0};
 std::mutex g_mutex;         // one line at a time; held only for non-blocking calls
 uint64_t g_unreported = 0;  // dropped lines not yet mentioned in the log (g_mutex)
 
@@ -84,10 +83,6 @@ bool parse_level(const std::string& text, Level& level) {
   return false;
 }
 
-uint64_t dropped() {
-  return g_dropped;
-}
-
 void write(Level level, const std::string& message) {
   if (static_cast<int>(level) > g_level) return;
   const std::string line = format(level, message);
@@ -98,14 +93,12 @@ void write(Level level, const std::string& message) {
                                     " log lines were dropped: stderr could not take them");
     if (!write_now(note)) {
       ++g_unreported;
-      ++g_dropped;
       return;
     }
     g_unreported = 0;
   }
   if (!write_now(line)) {
     ++g_unreported;
-    ++g_dropped;
   }
 }
 

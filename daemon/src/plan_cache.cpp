@@ -1,4 +1,4 @@
-#include "plan_cache.h"
+#include "gpubind/daemon/plan_cache.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>

@@ -1,4 +1,4 @@
-#include "daemon_state.h"
+#include "gpubind/daemon/daemon_state.h"
 
 #include "gpubind/env_names.h"
 

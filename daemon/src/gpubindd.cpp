@@ -1,6 +1,7 @@
 // gpubindd: the per-node binding daemon. Discovers the node once, holds the site policy and
-// answers Plan requests over gRPC on a Unix socket. systemd-native: Type=notify, socket
-// activation, watchdog; SIGHUP reloads, SIGTERM drains and exits 0.
+// answers Plan requests on a Unix socket, over the compact protocol (the launch path) and gRPC.
+// systemd-native: Type=notify, socket activation, watchdog; SIGHUP reloads, SIGTERM drains and
+// exits 0.
 #include <grp.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server.h>
@@ -11,28 +12,24 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <thread>
 
-#include "binder_service.h"
-#include "compact_server.h"
-#include "daemon_state.h"
 #include "gpubind/cli_args.h"
+#include "gpubind/daemon/binder_service.h"
+#include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/listener.h"
+#include "gpubind/daemon/log.h"
+#include "gpubind/daemon/plan_workers.h"
+#include "gpubind/daemon/router.h"
 #include "gpubind/node.h"
 #include "gpubind/parse.h"
-#include "gpubind/planner.h"
-#include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
 #include "gpubind/sanitizers.h"
-#include "listener.h"
-#include "log.h"
-#include "plan_workers.h"
-#include "router.h"
+#include "watchdog.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -43,7 +40,9 @@ constexpr int kMaxGrpcThreads = 32;
 
 constexpr const char* kUsage = R"(usage: gpubindd [OPTIONS]
 
-Serves gpubind binding plans for this node over gRPC on a Unix socket.
+Serves gpubind binding plans for this node on a Unix socket, which speaks two protocols: the
+compact protocol (the SPANK plugin and gpubind-run at launch) and gRPC (gpubind.v1.Binder:
+gpubindctl and other clients), told apart by each connection's first bytes.
 
 Options:
   --config FILE        site policy (default /etc/gpubind/policy.conf; built-in defaults when
@@ -152,69 +151,6 @@ class Detacher {
   int write_fd_ = -1;
 };
 
-// Pings the systemd watchdog while the daemon answers a plan through its own socket: connect,
-// classification, a worker and the answer, so a wedged router or stuck workers stop the pings
-// and systemd restarts the daemon.
-class Watchdog {
- public:
-  explicit Watchdog(std::string socket_path) : socket_path_(std::move(socket_path)) {}
-  ~Watchdog() { stop(); }
-
-  void start() {
-    uint64_t usec = 0;
-    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
-    const auto period = std::chrono::microseconds(usec / 2);
-    // The probe must be answered well inside the period, but never needs more than the
-    // plugin's own deadline twice over.
-    const int timeout_ms = static_cast<int>(std::clamp<int64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(period).count() / 2, 50,
-        2 * protocol::kDefaultTimeoutMs));
-    thread_ = std::thread([this, period, timeout_ms] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      while (!stopping_) {
-        lock.unlock();
-        const bool answered = healthy(timeout_ms);
-        lock.lock();
-        if (answered) notify("WATCHDOG=1");
-        wake_.wait_for(lock, period, [this] { return stopping_; });
-      }
-    });
-    log::info("watchdog enabled: a plan through " + socket_path_ + " every " +
-              std::to_string(usec / 2000) + " ms");
-  }
-
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  bool healthy(int timeout_ms) const {
-    v1::PlanRequest probe;
-    probe.set_ntasks(1);
-    probe.set_bypass_cache(true);  // the planner too, not only the cache
-    protocol::TrustedServer itself;
-    itself.check = false;
-    auto answer = protocol::exchange(socket_path_, probe.SerializeAsString(), timeout_ms, itself);
-    if (!answer) {
-      static log::RateLimited said;
-      said.write(log::Level::kError,
-                 "watchdog probe through " + socket_path_ + " failed: " + answer.error().message);
-    }
-    return answer.ok();
-  }
-
-  const std::string socket_path_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 void warn_about_policy(const DaemonState& state) {
   for (const std::string& message : variables_needing_env_allow(state.node.policy))
     log::warning(message);
@@ -256,60 +192,62 @@ void give_back_free_memory() {
   if constexpr (!kAddressSanitizer) malloc_trim(0);
 }
 
-int serve(const Options& options) {
-  bound_allocator_memory();
-  // Signals are handled by this thread only: block them before any other thread starts.
+// The daemon cannot serve: said in the log and to systemd; the exit status.
+int cannot_start(const Error& why) {
+  log::error("cannot start: " + why.message);
+  notify("STATUS=Cannot start: " + why.message);
+  return 1;
+}
+
+// Signals are handled by serve()'s thread only: blocked before any other thread starts.
+sigset_t block_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   for (int sig : {SIGHUP, SIGTERM, SIGINT})
     sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
 
-  auto state = load_state(options.sources, nullptr);
-  if (!state) {
-    log::error("cannot start: " + state.error().message);
-    notify("STATUS=Cannot start: " + state.error().message);
-    return 1;
-  }
-
+// Whether systemd handed over the listening socket (socket activation).
+bool socket_activated() {
   const int inherited = sd_listen_fds(1);
-  const bool activated = inherited > 0;
   if (inherited > 1)
     log::warning("systemd passed " + std::to_string(inherited) + " sockets; using the first");
-  const bool under_systemd = activated || std::getenv("NOTIFY_SOCKET") != nullptr;
-  Detacher detacher;
-  if (!options.foreground && !under_systemd) {
-    if (auto status = detacher.detach(); !status) {
-      log::error(status.error().message);
-      return 1;
-    }
-  }
+  return inherited > 0;
+}
 
-  int listen_fd = -1;
+// The socket served: systemd's, or gpubindd's own at --socket.
+struct ServedSocket {
+  int fd = -1;
+  bool activated = false;
+  std::string path;  // where it is bound (the watchdog's probes go there)
+
+  std::string where() const {
+    return activated ? "socket-activated fd " + std::to_string(fd) : path;
+  }
+};
+
+Result<ServedSocket> open_or_adopt_socket(const SocketOptions& options, bool activated) {
   if (activated) {
-    listen_fd = SD_LISTEN_FDS_START;
-    if (auto status = check_inherited_listener(listen_fd); !status) {
-      log::error("cannot start: " + status.error().message);
-      return 1;
-    }
-  } else {
-    auto fd = open_listener(options.socket);
-    if (!fd) {
-      log::error("cannot start: " + fd.error().message);
-      return 1;
-    }
-    listen_fd = *fd;
+    const int fd = SD_LISTEN_FDS_START;
+    if (auto status = check_inherited_listener(fd); !status) return status.error();
+    return ServedSocket{fd, true, socket_path_of(fd)};
   }
+  auto fd = open_listener(options);
+  if (!fd) return fd.error();
+  return ServedSocket{*fd, false, options.path};
+}
 
-  BinderService service(*state, activated);
-  PlanWorkers workers({}, give_back_free_memory);
-  service.plan_on(&workers);
-  if (options.answer_delay.count() > 0) {
-    log::warning("--delay-answers: every Plan answer is held " +
-                 std::to_string(options.answer_delay.count()) + " ms (fault testing)");
-    service.set_answer_delay(options.answer_delay);
-  }
+// An adopted socket is systemd's to close; gpubindd's own goes, file and all.
+void close_socket(const ServedSocket& socket) {
+  if (socket.activated) return;
+  close(socket.fd);
+  unlink(socket.path.c_str());
+}
+
+std::unique_ptr<grpc::Server> build_grpc_server(BinderService& service) {
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
   // Oversized requests are refused by the handler with INVALID_ARGUMENT up to this size, and by
@@ -320,56 +258,105 @@ int serve(const Options& options) {
   grpc::ResourceQuota quota("gpubindd");
   quota.SetMaxThreads(kMaxGrpcThreads);
   builder.SetResourceQuota(quota);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    log::error("cannot start the gRPC server");
-    return 1;
-  }
-  Router router(service, workers, {});
-  if (auto status = router.start(listen_fd, server.get()); !status) {
-    log::error("cannot start: " + status.error().message);
-    return 1;
-  }
-  Watchdog watchdog(activated ? socket_path_of(listen_fd) : options.socket.path);
-  watchdog.start();
+  return builder.BuildAndStart();
+}
 
-  const std::string where =
-      activated ? "socket-activated fd " + std::to_string(listen_fd) : options.socket.path;
-  log::info("serving on " + where + ": " + describe(**state));
-  warn_about_policy(**state);
-  notify("READY=1\nSTATUS=Serving " + describe(**state) + "\nMAINPID=" + std::to_string(getpid()));
-  detacher.ready();
+// Everything that serves the socket: the service with its cache, the planning workers, the gRPC
+// server, the router and the watchdog, started in that order and stopped in reverse.
+class Serving {
+ public:
+  Serving(StatePtr state, const ServedSocket& socket, std::chrono::milliseconds answer_delay)
+      : service_(std::move(state), socket.activated),
+        workers_({}, give_back_free_memory),
+        router_(service_, workers_, {}),
+        watchdog_(socket.path),
+        listen_fd_(socket.fd) {
+    service_.plan_on(&workers_);
+    if (answer_delay.count() > 0) {
+      log::warning("--delay-answers: every Plan answer is held " +
+                   std::to_string(answer_delay.count()) + " ms (fault testing)");
+      service_.set_answer_delay(answer_delay);
+    }
+  }
 
+  Status start() {
+    server_ = build_grpc_server(service_);
+    if (!server_) return make_error("the gRPC server did not start");
+    if (auto status = router_.start(listen_fd_, server_.get()); !status) return status;
+    watchdog_.start();
+    return Ok{};
+  }
+
+  BinderService& service() { return service_; }
+
+  // Finishes the calls in flight (for a few seconds at most), then stops everything.
+  void stop() {
+    notify("STOPPING=1");
+    watchdog_.stop();
+    // Workers first: a finished plan wakes the router, whose descriptors must still be open.
+    workers_.stop();
+    router_.stop();
+    // Idle client connections need not be waited for.
+    const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
+    while (service_.in_flight() > 0 && std::chrono::steady_clock::now() < drain_until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (service_.in_flight() > 0) {
+      log::warning(std::to_string(service_.in_flight()) + " calls still running after " +
+                   std::to_string(kDrainDeadline.count()) + " s; cancelling them");
+    }
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_->Wait();
+  }
+
+ private:
+  BinderService service_;
+  PlanWorkers workers_;
+  Router router_;
+  Watchdog watchdog_;
+  const int listen_fd_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+void announce(const DaemonState& state, const ServedSocket& socket) {
+  log::info("serving on " + socket.where() + ": " + describe(state));
+  warn_about_policy(state);
+  notify("READY=1\nSTATUS=Serving " + describe(state) + "\nMAINPID=" + std::to_string(getpid()));
+}
+
+// Serves until SIGTERM or SIGINT; SIGHUP reloads.
+void wait_for_stop(const sigset_t& signals, BinderService& service, const NodeSources& sources) {
   while (true) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      reload(service, options.sources);
-      continue;
+    if (sig != SIGHUP) {
+      log::info(std::string("received ") + strsignal(sig) + ", finishing in-flight calls");
+      return;
     }
-    log::info(std::string("received ") + strsignal(sig) + ", finishing in-flight calls");
-    break;
+    reload(service, sources);
   }
-  notify("STOPPING=1");
-  watchdog.stop();
-  // Workers first: a finished plan wakes the router, whose descriptors must still be open.
-  workers.stop();
-  router.stop();
-  // Finish the calls in flight, then close: idle client connections need not be waited for.
-  const auto drain_until = std::chrono::steady_clock::now() + kDrainDeadline;
-  while (service.in_flight() > 0 && std::chrono::steady_clock::now() < drain_until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+int serve(const Options& options) {
+  bound_allocator_memory();
+  const sigset_t signals = block_signals();
+  auto state = load_state(options.sources, nullptr);
+  if (!state) return cannot_start(state.error());
+  const bool activated = socket_activated();
+  Detacher detacher;
+  const bool under_systemd = activated || std::getenv("NOTIFY_SOCKET") != nullptr;
+  if (!options.foreground && !under_systemd) {
+    if (auto status = detacher.detach(); !status) return cannot_start(status.error());
   }
-  if (service.in_flight() > 0) {
-    log::warning(std::to_string(service.in_flight()) + " calls still running after " +
-                 std::to_string(kDrainDeadline.count()) + " s; cancelling them");
-  }
-  server->Shutdown(std::chrono::system_clock::now());
-  server->Wait();
-  if (!activated) {
-    close(listen_fd);
-    unlink(options.socket.path.c_str());
-  }
+  auto socket = open_or_adopt_socket(options.socket, activated);
+  if (!socket) return cannot_start(socket.error());
+  Serving serving(*state, *socket, options.answer_delay);
+  if (auto status = serving.start(); !status) return cannot_start(status.error());
+  announce(**state, *socket);
+  detacher.ready();
+  wait_for_stop(signals, serving.service(), options.sources);
+  serving.stop();
+  close_socket(*socket);
   log::info("stopped");
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "plan_workers.h"
+#include "gpubind/daemon/plan_workers.h"
 
 namespace gpubind::daemon {
 

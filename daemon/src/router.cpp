@@ -1,4 +1,4 @@
-#include "router.h"
+#include "gpubind/daemon/router.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "compact_server.h"
+#include "gpubind/daemon/log.h"
 #include "gpubind/protocol/compact.h"
-#include "log.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -99,11 +99,6 @@ void Router::stop() {
   }
 }
 
-Router::Counters Router::counters() const {
-  std::lock_guard<std::mutex> lock(shared_mutex_);
-  return counters_;
-}
-
 void Router::loop() {
   epoll_event events[kMaxEvents];
   while (!stopping_) {
@@ -168,10 +163,6 @@ void Router::accept_all() {
     c.pid = peer.pid;
     connections_.emplace(c.id, std::move(connection));
     by_uid_[c.uid].insert(c.id);
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.accepted;
-    }
     epoll_event event{EPOLLIN, {.u64 = c.id}};
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
     set_deadline(c, Clock::now() + limits_.classify);
@@ -193,20 +184,12 @@ bool Router::make_room(uid_t uid, pid_t pid) {
     if (found == by_uid_.end()) return false;
     for (uint64_t id : found->second) {
       if (connections_.at(id)->stage != Stage::kClassify) continue;
-      {
-        std::lock_guard<std::mutex> lock(shared_mutex_);
-        ++counters_.evicted;
-      }
       close_connection(id);
       return true;
     }
     return false;
   };
   auto refuse = [&](const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.refused;
-    }
     static log::RateLimited said;
     said.write(log::Level::kWarning, why);
     return false;
@@ -265,10 +248,6 @@ void Router::classify(Connection& c) {
   if (std::memcmp(head, compact::kMagic, have) != 0) {
     hand_to_grpc(c);
   } else if (have == kMagicSize) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.compact;
-    }
     c.stage = Stage::kRead;
     read_request(c);
   }
@@ -306,9 +285,10 @@ void Router::read_request(Connection& c) {
 }
 
 void Router::start_planning(Connection& c) {
-  std::string body = c.in.substr(compact::kRequestHeaderBytes);
-  if (auto cached = cached_answer_frame(body, service_)) {
-    start_writing(c, std::move(*cached));
+  CompactIntake intake =
+      take_in(std::string_view(c.in).substr(compact::kRequestHeaderBytes), service_);
+  if (intake.answer) {
+    start_writing(c, std::move(*intake.answer));
     return;
   }
   c.stage = Stage::kPlan;
@@ -316,8 +296,8 @@ void Router::start_planning(Connection& c) {
   c.in.clear();
   c.in.shrink_to_fit();
   const uint64_t id = c.id;
-  auto job = [this, id, body = std::move(body)] {
-    std::string frame = answer_frame(body, service_);
+  auto job = [this, id, request = std::move(intake.request)] {
+    std::string frame = answer_frame(request, service_);
     {
       std::lock_guard<std::mutex> lock(shared_mutex_);
       finished_.emplace_back(id, std::move(frame));
@@ -328,10 +308,6 @@ void Router::start_planning(Connection& c) {
     }
   };
   if (!workers_.submit(c.uid, std::move(job))) {
-    {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.refused;
-    }
     static log::RateLimited said;
     said.write(log::Level::kWarning,
                "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
@@ -379,10 +355,6 @@ void Router::hand_to_grpc(Connection& c) {
   const int watcher = fcntl(c.fd, F_DUPFD_CLOEXEC, 0);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   grpc::AddInsecureChannelFromFd(server_, c.fd);
-  {
-    std::lock_guard<std::mutex> lock(shared_mutex_);
-    ++counters_.grpc;
-  }
   c.fd = watcher;
   if (watcher < 0) {  // out of descriptors: gRPC still serves it, uncounted
     c.fd = -1;
@@ -397,13 +369,7 @@ void Router::hand_to_grpc(Connection& c) {
 
 void Router::expire(Clock::time_point now) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    const uint64_t id = deadlines_.begin()->second;
-    Connection& c = *connections_.at(id);
-    if (c.stage != Stage::kGrpc) {
-      std::lock_guard<std::mutex> lock(shared_mutex_);
-      ++counters_.timed_out;
-    }
-    close_connection(id);
+    close_connection(deadlines_.begin()->second);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "listener.h"
+#include "gpubind/daemon/listener.h"
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "log.h"
+#include "gpubind/daemon/log.h"
 
 namespace gpubind::daemon {
 namespace {

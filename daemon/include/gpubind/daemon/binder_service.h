@@ -7,15 +7,30 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
-#include "daemon_state.h"
+#include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/plan_cache.h"
 #include "gpubind/v1/binder.grpc.pb.h"
-#include "latency_window.h"
-#include "plan_cache.h"
 
 namespace gpubind::daemon {
 
+class LatencyWindow;
 class PlanWorkers;
+
+// A Plan request on its way from the thread that received it (the router's, or gRPC's) to the
+// worker that plans it: parsed once and keyed once, by BinderService::receive, and answered from
+// the state it was keyed in.
+class KeyedRequest {
+ private:
+  friend class BinderService;
+  KeyedRequest(v1::PlanRequest request, StatePtr state, std::string key)
+      : request_(std::move(request)), state_(std::move(state)), key_(std::move(key)) {}
+
+  v1::PlanRequest request_;
+  StatePtr state_;   // its generation is in the key
+  std::string key_;  // the cache's; empty when the request bypasses the cache
+};
 
 // Plan is served raw (callback API): its answer is the serialized bytes the compact transport
 // sends, shared with the cache, never parsed into a message and serialized again (for a
@@ -23,6 +38,7 @@ class PlanWorkers;
 class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Binder::Service> {
  public:
   BinderService(StatePtr state, bool socket_activated);
+  ~BinderService() override;
 
   // Plans asked over gRPC are made on these workers, all in one turn of their own, so gRPC
   // clients take turns with the compact protocol's users. Without workers (tests), inline.
@@ -49,12 +65,25 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
     void append_to(std::string& out) const;
   };
 
+  // The one way a Plan request's bytes become a KeyedRequest, whichever protocol brought them:
+  // parsed, then keyed in the current state unless it bypasses the cache. Refused when the bytes
+  // are not a gpubind.v1.PlanRequest.
+  Result<KeyedRequest> receive(std::string_view bytes);
+  Result<KeyedRequest> receive(const grpc::ByteBuffer& bytes);
+  // Requests parsed and keyed so far: one of each per request (tests hold the daemon to it).
+  struct Intake {
+    uint64_t parsed = 0;
+    uint64_t keyed = 0;
+  };
+  Intake intake() const { return {parsed_, keyed_}; }
+
   // A Plan call, whichever protocol it came by: cache, planner, stats. The answer is what the
   // compact transport sends as is; errors are the request's.
-  Result<Answer> answer(const v1::PlanRequest& request);
+  Result<Answer> answer(const KeyedRequest& request);
   // The cached answer to `request`, if there is one (counted as an answered call); never plans.
-  // Cheap enough for the router's own thread, which thus skips the workers for repeated shapes.
-  std::optional<Answer> answer_from_cache(const v1::PlanRequest& request);
+  // Cheap enough for the thread that received it, which thus skips the workers for repeated
+  // shapes.
+  std::optional<Answer> answer_from_cache(const KeyedRequest& request);
 
   grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request,
@@ -68,8 +97,10 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   // Why `request` gets no plan: its own fault (invalid_input), or it does not fit the daemon's
   // view of the node (node_mismatch, logged as a warning).
   Error refuse(const Error& why, const v1::PlanRequest& request);
+  // `request` with the state it is answered from and, unless it bypasses the cache, its key.
+  KeyedRequest key(v1::PlanRequest request);
   // Answers `request` into `response`: the status to finish the call with.
-  grpc::Status answer_call(const v1::PlanRequest& request, grpc::ByteBuffer& response);
+  grpc::Status answer_call(const KeyedRequest& request, grpc::ByteBuffer& response);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;
@@ -80,10 +111,12 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   // unit's MemoryMax whatever requests arrive.
   static constexpr size_t kCacheBudgetBytes = 16u << 20;
   PlanCache cache_{kCacheBudgetBytes};
-  LatencyWindow latencies_;
+  const std::unique_ptr<LatencyWindow> latencies_;
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> cache_hits_{0};
+  std::atomic<uint64_t> parsed_{0};
+  std::atomic<uint64_t> keyed_{0};
   std::atomic<int> in_flight_{0};
   std::chrono::milliseconds answer_delay_{0};
   PlanWorkers* workers_ = nullptr;

@@ -2,7 +2,6 @@
 // Replaced whole on reload; requests keep the state they started with.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-#include "binder_service.h"
+#include "gpubind/daemon/binder_service.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -7,9 +7,10 @@
 #include <thread>
 
 #include "api_convert.h"
+#include "gpubind/daemon/log.h"
+#include "gpubind/daemon/plan_workers.h"
 #include "gpubind/planner.h"
-#include "log.h"
-#include "plan_workers.h"
+#include "latency_window.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -29,7 +30,11 @@ class InFlight {
 }  // namespace
 
 BinderService::BinderService(StatePtr state, bool socket_activated)
-    : state_(std::move(state)), socket_activated_(socket_activated) {}
+    : state_(std::move(state)),
+      socket_activated_(socket_activated),
+      latencies_(std::make_unique<LatencyWindow>()) {}
+
+BinderService::~BinderService() = default;
 
 StatePtr BinderService::state() const {
   std::lock_guard<std::mutex> lock(state_mutex_);
@@ -48,6 +53,8 @@ void BinderService::set_reload_error(const std::string& error) {
 }
 
 namespace {
+
+constexpr const char* kNotARequest = "not a gpubind.v1.PlanRequest";
 
 const std::string& cached_flag() {
   static const std::string flag = [] {
@@ -93,9 +100,37 @@ Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
   return error;
 }
 
-Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& request) {
+Result<KeyedRequest> BinderService::receive(std::string_view bytes) {
+  ++parsed_;
+  v1::PlanRequest request;
+  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return make_error(kNotARequest);
+  return key(std::move(request));
+}
+
+Result<KeyedRequest> BinderService::receive(const grpc::ByteBuffer& bytes) {
+  ++parsed_;
+  grpc::ByteBuffer consumed(bytes);  // Deserialize empties its buffer; this copy shares the slices
+  v1::PlanRequest request;
+  if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&consumed, &request).ok())
+    return make_error(kNotARequest);
+  return key(std::move(request));
+}
+
+KeyedRequest BinderService::key(v1::PlanRequest request) {
+  StatePtr state = this->state();
+  std::string key;
+  if (!request.bypass_cache()) {
+    ++keyed_;
+    key = PlanCache::key_of(state->policy_generation, request);
+  }
+  return KeyedRequest(std::move(request), std::move(state), std::move(key));
+}
+
+Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
+  const v1::PlanRequest& request = keyed.request_;
   if (answer_delay_.count() > 0) {
     // Fault tests kill the daemon once this line shows a request is being held.
     log::debug("holding the answer for job " + std::to_string(request.job_id()) + " step " +
@@ -103,30 +138,29 @@ Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& reque
                " ms");
     std::this_thread::sleep_for(answer_delay_);
   }
-  const StatePtr state = this->state();
   auto count = [&] {
     ++requests_;
-    latencies_.add(
+    latencies_->add(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
             .count());
   };
-  std::string key;
-  if (!request.bypass_cache()) {
-    key = PlanCache::key_of(state->policy_generation, request);
-    if (PlanCache::Entry hit = cache_.find(key)) {
+  // Looked up again: the same shape, queued behind this one's twin, is planned only once.
+  if (!keyed.key_.empty()) {
+    if (PlanCache::Entry hit = cache_.find(keyed.key_)) {
       ++cache_hits_;
       count();
       return Answer{std::move(hit), true};
     }
   }
+  const DaemonState& state = *keyed.state_;
   auto planner_request = api::request_from_proto(request);
   if (!planner_request) return refuse(planner_request.error(), request);
-  auto plan = make_plan(state->node.topology, state->node.policy, *planner_request);
+  auto plan = make_plan(state.node.topology, state.node.policy, *planner_request);
   if (!plan) return refuse(plan.error(), request);
   auto bytes = std::make_shared<const std::string>(api::serialize_plan(
-      *plan, &state->node.topology,
-      {state->policy_generation, state->topology_generation, state->node.topology.hostname}));
-  if (!request.bypass_cache()) cache_.insert(key, bytes);
+      *plan, &state.node.topology,
+      {state.policy_generation, state.topology_generation, state.node.topology.hostname}));
+  if (!keyed.key_.empty()) cache_.insert(keyed.key_, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
              " tasks");
@@ -134,16 +168,14 @@ Result<BinderService::Answer> BinderService::answer(const v1::PlanRequest& reque
   return Answer{std::move(bytes), false};
 }
 
-std::optional<BinderService::Answer> BinderService::answer_from_cache(
-    const v1::PlanRequest& request) {
-  if (request.bypass_cache() || answer_delay_.count() > 0) return std::nullopt;
+std::optional<BinderService::Answer> BinderService::answer_from_cache(const KeyedRequest& keyed) {
+  if (keyed.key_.empty() || answer_delay_.count() > 0) return std::nullopt;
   const auto start = std::chrono::steady_clock::now();
-  const StatePtr state = this->state();
-  PlanCache::Entry hit = cache_.find(PlanCache::key_of(state->policy_generation, request));
+  PlanCache::Entry hit = cache_.find(keyed.key_);
   if (!hit) return std::nullopt;
   ++cache_hits_;
   ++requests_;
-  latencies_.add(
+  latencies_->add(
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return Answer{std::move(hit), true};
 }
@@ -168,14 +200,15 @@ grpc::ByteBuffer borrowed(const BinderService::Answer& answer) {
 // A call waiting for its plan; finished however it ends, so a call dropped by stopping workers
 // never leaves gRPC waiting.
 struct PendingCall {
-  PendingCall(grpc::ServerUnaryReactor* reactor_, grpc::ByteBuffer* response_)
-      : reactor(reactor_), response(response_) {}
+  PendingCall(grpc::ServerUnaryReactor* reactor_, grpc::ByteBuffer* response_,
+              KeyedRequest request_)
+      : reactor(reactor_), response(response_), request(std::move(request_)) {}
   PendingCall(const PendingCall&) = delete;
   PendingCall& operator=(const PendingCall&) = delete;
 
   grpc::ServerUnaryReactor* reactor;
   grpc::ByteBuffer* response;
-  v1::PlanRequest request;
+  const KeyedRequest request;
   bool finished = false;
 
   void finish(const grpc::Status& status) {
@@ -190,8 +223,7 @@ struct PendingCall {
 
 }  // namespace
 
-grpc::Status BinderService::answer_call(const v1::PlanRequest& request,
-                                        grpc::ByteBuffer& response) {
+grpc::Status BinderService::answer_call(const KeyedRequest& request, grpc::ByteBuffer& response) {
   auto answer = this->answer(request);
   if (!answer) {
     return grpc::Status(answer.error().node_mismatch ? grpc::StatusCode::FAILED_PRECONDITION
@@ -206,17 +238,17 @@ grpc::ServerUnaryReactor* BinderService::Plan(grpc::CallbackServerContext* conte
                                               const grpc::ByteBuffer* request,
                                               grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto call = std::make_shared<PendingCall>(reactor, response);
-  grpc::ByteBuffer bytes(*request);
-  if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&bytes, &call->request).ok()) {
-    call->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "not a gpubind.v1.PlanRequest"));
+  auto keyed = receive(*request);
+  if (!keyed) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, keyed.error().message));
     return reactor;
   }
-  if (auto cached = answer_from_cache(call->request)) {
+  if (auto cached = answer_from_cache(*keyed)) {
     *response = borrowed(*cached);
-    call->finish(grpc::Status::OK);
+    reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  auto call = std::make_shared<PendingCall>(reactor, response, std::move(keyed).value());
   auto plan = [this, call] { call->finish(answer_call(call->request, *call->response)); };
   if (!workers_) {
     plan();
@@ -252,8 +284,8 @@ grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusR
   response->set_requests(requests_);
   response->set_errors(errors_);
   response->set_cache_hits(cache_hits_);
-  response->set_p50_us(latencies_.percentile(50));
-  response->set_p99_us(latencies_.percentile(99));
+  response->set_p50_us(latencies_->percentile(50));
+  response->set_p99_us(latencies_->percentile(99));
   response->set_rss_bytes(resident_bytes());
   response->set_cpu_s(cpu_seconds());
   response->set_pid(static_cast<uint32_t>(getpid()));

@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -20,8 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpubind/daemon/plan_workers.h"
 #include "gpubind/result.h"
-#include "plan_workers.h"
 
 namespace grpc {
 class Server;
@@ -41,9 +40,6 @@ class Router {
     size_t per_uid = 64;                       // open connections of one user
     size_t total = 4096;  // open connections in all (lowered to fit RLIMIT_NOFILE)
   };
-  struct Counters {
-    uint64_t accepted = 0, compact = 0, grpc = 0, evicted = 0, timed_out = 0, refused = 0;
-  };
 
   Router(BinderService& service, PlanWorkers& workers, Limits limits);
   ~Router();
@@ -52,7 +48,6 @@ class Router {
 
   Status start(int listen_fd, grpc::Server* server);
   void stop();  // stops accepting and closes the connections it holds; gRPC's own stay
-  Counters counters() const;
 
  private:
   struct Connection;
@@ -90,10 +85,9 @@ class Router {
   std::unordered_map<uid_t, std::set<uint64_t>> by_uid_;  // ids grow: the first is the oldest
   std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
 
-  mutable std::mutex shared_mutex_;  // what workers and stop() hand to the loop, and counters
+  std::mutex shared_mutex_;  // what workers and stop() hand to the loop
   std::vector<std::pair<uint64_t, std::string>> finished_;
   bool stop_requested_ = false;
-  Counters counters_;
 };
 
 }  // namespace gpubind::daemon
