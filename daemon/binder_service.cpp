@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/planner.h"
 #include "log.h"
 #include "plan_workers.h"

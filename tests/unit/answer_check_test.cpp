@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/env_names.h"
 #include "gpubind/node.h"
 #include "gpubind/protocol/client.h"

@@ -1,4 +1,4 @@
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 
 #include <gtest/gtest.h>
 

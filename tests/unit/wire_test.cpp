@@ -6,7 +6,7 @@
 
 #include "../support/fixtures.h"
 #include "../support/requests.h"
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/protocol/client.h"
 #include "step_env.h"
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 
 namespace gpubind::api {
 namespace {

@@ -1,4 +1,4 @@
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 
 namespace gpubind::api {
 namespace {
