@@ -1,7 +1,8 @@
 // A plan as a serialized gpubind.v1.PlanResponse, written field by field: the bytes libprotobuf
-// makes of plan_to_proto's message (fields in number order, proto3 defaults left out, repeated
-// numbers packed), without building ~11 messages per task first. Field numbers come from the
-// generated code, so binder.proto stays the one definition of the format.
+// makes of the same message (fields in number order, proto3 defaults left out, repeated numbers
+// packed), without building ~11 messages per task first (3 to 4 times the CPU time). Field
+// numbers come from the generated code, so binder.proto stays the one definition of the format;
+// tests/unit/schema_mappings_test.cpp checks every field against libprotobuf's bytes.
 #include <cstdint>
 #include <string>
 #include <string_view>

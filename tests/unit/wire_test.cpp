@@ -118,7 +118,8 @@ v1::PlanResponse lumi_answer(bool with_topology) {
   EXPECT_TRUE(plan) << plan.error().message;
   plan->warnings = {"first", "second"};
   v1::PlanResponse response;
-  api::plan_to_proto(*plan, response, with_topology ? &lumi : nullptr);
+  EXPECT_TRUE(
+      response.ParseFromString(api::serialize_plan(*plan, with_topology ? &lumi : nullptr, {})));
   return response;
 }
 
