@@ -298,8 +298,6 @@ constexpr Omission kPlanJsonOmits[] = {
     {"gpubind.v1.PlanResponse.cached", "how the daemon answered, not the plan"},
     {"gpubind.v1.TaskGpu.locality",
      "a plan names no localities without its topology (gpubindctl topology, plan --svg)"},
-    {"gpubind.v1.TaskPlan.nic_index", "not printed yet"},
-    {"gpubind.v1.TaskPlan.nic_indices", "not printed yet"},
 };
 constexpr JsonKey kPlanJsonKeys[] = {
     {"gpubind.v1.TaskGpu.step_index", "index"},
