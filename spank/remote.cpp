@@ -334,7 +334,7 @@ int remote_task_init(spank_t sp) {
                  global_id, task.cpus.c_str(), why.c_str());
     return 0;
   }
-  prefer_numa_node(task.numa);
+  prefer_numa_node(task.numa_index);
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {
     if (var.only_if_unset && job_env(sp, var.name)) continue;

@@ -176,14 +176,14 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     if (auto cpus = CpuSet::parse_list(in.cpus())) task.cpus = *cpus;
     task.ncores = static_cast<int>(in.ncores());
     for (const v1::TaskGpu& g : in.gpus()) {
-      task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile(), g.token(),
-                           g.pci(), vendor_from(g.vendor())});
+      task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile_index(),
+                           g.token(), g.pci(), vendor_from(g.vendor())});
     }
     task.nic = in.nic_index();
     task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());
-    task.nic_name = in.nic();
-    task.numa = in.numa();
-    task.l3 = in.l3();
+    task.nic_name = in.nic_names();
+    task.numa = in.numa_index();
+    task.l3 = in.l3_index();
     for (const v1::EnvVar& e : in.env())
       task.env.add(e.name(), e.value(), e.only_if_unset());
     plan.tasks.push_back(std::move(task));

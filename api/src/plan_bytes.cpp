@@ -89,7 +89,7 @@ void write_gpu(const TaskGpu& gpu, const Topology* topology, std::string& out) {
   w.string_field(F::kTokenFieldNumber, gpu.token);
   w.string_field(F::kPciFieldNumber, gpu.pci);
   w.string_field(F::kVendorFieldNumber, vendor_name(gpu.vendor));
-  w.signed_field(F::kTileFieldNumber, gpu.tile);
+  w.signed_field(F::kTileIndexFieldNumber, gpu.tile);
   if (topology && gpu.gpu >= 0 && gpu.gpu < static_cast<int>(topology->gpus.size()))
     w.string_field(F::kLocalityFieldNumber, describe_locality(topology->gpus[gpu.gpu].locality));
 }
@@ -127,9 +127,9 @@ void write_task(const TaskPlan& task, const Topology* topology, Scratch& scratch
     w.element_field(F::kGpusFieldNumber, scratch.gpu);
   }
   w.signed_field(F::kNicIndexFieldNumber, task.nic);
-  w.string_field(F::kNicFieldNumber, task.nic_name);
-  w.signed_field(F::kNumaFieldNumber, task.numa);
-  w.signed_field(F::kL3FieldNumber, task.l3);
+  w.string_field(F::kNicNamesFieldNumber, task.nic_name);
+  w.signed_field(F::kNumaIndexFieldNumber, task.numa);
+  w.signed_field(F::kL3IndexFieldNumber, task.l3);
   for (const EnvVar var : task.env)
     write_env(F::kEnvFieldNumber, var, w);
   w.packed_field(F::kNicIndicesFieldNumber, task.nics);

@@ -134,9 +134,9 @@ TEST(Wire, ThePluginReadsTheDaemonsPlan) {
     const TaskBinding& got = plan->tasks[i];
     EXPECT_EQ(got.rank, static_cast<int>(sent.rank()));
     EXPECT_EQ(got.cpus, sent.cpus());
-    EXPECT_EQ(got.numa, sent.numa());
-    EXPECT_EQ(got.l3, sent.l3());
-    EXPECT_EQ(got.nic, sent.nic());
+    EXPECT_EQ(got.numa_index, sent.numa_index());
+    EXPECT_EQ(got.l3_index, sent.l3_index());
+    EXPECT_EQ(got.nic_names, sent.nic_names());
     EXPECT_EQ(got.vendor, "amd");
     EXPECT_EQ(got.tokens, sent.gpus(0).token());
     ASSERT_EQ(got.env.size(), static_cast<size_t>(sent.env_size()));

@@ -94,7 +94,7 @@ Status apply_binding(const spank::EnvLookup& env, const spank::TaskBinding& task
   if (!cpus) return cpus.error();
   if (auto bound = set_affinity(*cpus); !bound)
     return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
-  prefer_numa_node(task.numa);
+  prefer_numa_node(task.numa_index);
   for (const std::string& name : spank::stale_binding_vars(env))
     unsetenv(name.c_str());
   std::vector<std::pair<std::string, std::string>> set;
