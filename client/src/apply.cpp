@@ -34,7 +34,7 @@ Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyO
     if (auto bound = set_affinity(*cpus); !bound)
       return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
   }
-  prefer_numa_node(task.numa);
+  prefer_numa_node(task.numa_index);
   if (options.clear_stale) clear_stale_binding(env);
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {

@@ -217,7 +217,7 @@ bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
 TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
   TaskBinding out = task;
   out.cpus = slurm_cpus;
-  out.numa = out.l3 = -1;
+  out.numa_index = out.l3_index = -1;
   out.env.clear();
   for (const TaskEnv& var : task.env) {
     if (var.name == "OMP_NUM_THREADS" || var.name == "OMP_PLACES" || var.name == "OMP_PROC_BIND" ||
@@ -251,12 +251,12 @@ std::string describe_binding(const std::string& host, unsigned global_rank, cons
   std::string line = "gpubind: " + host + " rank " + std::to_string(global_rank) + " (local " +
                      std::to_string(task.rank) + "): cpus " + task.cpus;
   std::string where;
-  if (task.l3 >= 0) where += "L3 " + std::to_string(task.l3);
-  if (task.numa >= 0)
-    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa);
+  if (task.l3_index >= 0) where += "L3 " + std::to_string(task.l3_index);
+  if (task.numa_index >= 0)
+    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa_index);
   if (!where.empty()) line += " (" + where + ")";
   line += ", GPU " + (task.gpus.empty() ? std::string("-") : describe_gpus(task.gpus));
-  line += ", NIC " + (task.nic.empty() ? std::string("-") : task.nic);
+  line += ", NIC " + (task.nic_names.empty() ? std::string("-") : task.nic_names);
   line += " [" + source + "]";
   return line;
 }

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/daemon/log.h"
 #include "gpubind/daemon/plan_workers.h"
 #include "gpubind/planner.h"

@@ -1,6 +1,6 @@
 #include "local_plan.h"
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/node.h"
 #include "gpubind/planner.h"
 #include "gpubind/protocol/limits.h"

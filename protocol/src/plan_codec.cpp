@@ -111,15 +111,15 @@ bool read_task(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   TaskBinding& task = static_cast<std::vector<TaskBinding>*>(*arg)->emplace_back();
   gpubind_v1_TaskPlan message = gpubind_v1_TaskPlan_init_zero;
   message.cpus = reads(task.cpus);
-  message.nic = reads(task.nic);
+  message.nic_names = reads(task.nic_names);
   message.gpus.funcs.decode = read_task_gpu;
   message.gpus.arg = &task;
   message.env.funcs.decode = read_env;
   message.env.arg = &task.env;
   if (!pb_decode(stream, gpubind_v1_TaskPlan_fields, &message)) return false;
   task.rank = static_cast<int>(message.rank);
-  task.numa = message.numa;
-  task.l3 = message.l3;
+  task.numa_index = message.numa_index;
+  task.l3_index = message.l3_index;
   return true;
 }
 

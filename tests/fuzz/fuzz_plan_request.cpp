@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/node.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -15,8 +15,8 @@
 
 #include "../support/daemon_process.h"
 #include "../support/invariants.h"
-#include "api_convert.h"
-#include "binder_client.h"
+#include "gpubind/api/binder_client.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/node.h"

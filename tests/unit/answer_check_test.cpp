@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/client/options.h"
 #include "gpubind/env_names.h"
 #include "gpubind/node.h"
@@ -259,9 +259,7 @@ TEST(AnswerCheck, PlansOfEveryShippedPolicyPass) {
           ASSERT_TRUE(request) << request.error().message;
           auto plan = make_plan(node->topology, node->policy, *request);
           if (!plan) continue;  // a shape the planner refuses: nothing to apply
-          v1::PlanResponse response;
-          api::plan_to_proto(*plan, response, &node->topology);
-          auto decoded = protocol::decode_plan(response.SerializeAsString());
+          auto decoded = protocol::decode_plan(api::serialize_plan(*plan, &node->topology, {}));
           ASSERT_TRUE(decoded);
           auto verdict = check_answer(step, *decoded, {});
           EXPECT_TRUE(verdict) << policy << " on " << fixture << ", " << ntasks << " tasks "

@@ -1,4 +1,4 @@
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 
 #include <gtest/gtest.h>
 
@@ -39,16 +39,17 @@ TEST(ApiConvert, PlanRoundTripsExactly) {
   ASSERT_TRUE(plan);
   plan->warnings.push_back("a warning");
   v1::PlanResponse proto;
-  api::plan_to_proto(*plan, proto);
+  ASSERT_TRUE(proto.ParseFromString(api::serialize_plan(*plan, nullptr, {})));
   const Plan back = api::plan_from_proto(proto);
   EXPECT_EQ(testing::fingerprint(back), testing::fingerprint(*plan));
   EXPECT_EQ(plan_to_json(back), plan_to_json(*plan));
   EXPECT_EQ(back.tasks[1].gpus[0].tile, 1);
 }
 
-// The daemon writes its answers straight from the plan: they must be the very bytes libprotobuf
-// makes of plan_to_proto's message, for every kind of field (tiles and negative numbers, MIG
-// tokens without a node GPU, NIC lists, empty and non-empty warnings, large plans).
+// The daemon writes its answers straight from the plan: libprotobuf's very bytes (every field is
+// checked against them in schema_mappings_test.cpp), here on real plans of every kind (tiles and
+// negative numbers, MIG tokens without a node GPU, NIC lists, empty and non-empty warnings, large
+// plans), read back as the same plan with each placed GPU's locality.
 TEST(ApiConvert, SerializedPlansAreLibprotobufsBytes) {
   struct Case {
     const char* fixture;
@@ -83,13 +84,25 @@ TEST(ApiConvert, SerializedPlansAreLibprotobufsBytes) {
     plan->warnings.push_back("");
     plan->warnings.push_back("a warning");
     const Topology* topology = c.with_topology ? &t : nullptr;
-    v1::PlanResponse proto;
-    api::plan_to_proto(*plan, proto, topology);
-    proto.set_policy_generation(7);
-    proto.set_topology_generation(300);
-    proto.set_hostname("node-1");
     const std::string bytes = api::serialize_plan(*plan, topology, {7, 300, "node-1"});
-    EXPECT_EQ(bytes, proto.SerializeAsString()) << c.fixture << " ntasks " << c.request.ntasks;
+    v1::PlanResponse proto;
+    ASSERT_TRUE(proto.ParseFromString(bytes));
+    const std::string what = std::string(c.fixture) + " ntasks " + std::to_string(c.request.ntasks);
+    EXPECT_EQ(bytes, proto.SerializeAsString()) << what;
+    const Plan back = api::plan_from_proto(proto);
+    EXPECT_EQ(testing::fingerprint(back), testing::fingerprint(*plan)) << what;
+    EXPECT_EQ(plan_to_json(back), plan_to_json(*plan)) << what;
+    EXPECT_EQ(proto.policy_generation(), 7u);
+    EXPECT_EQ(proto.topology_generation(), 300u);
+    EXPECT_EQ(proto.hostname(), "node-1");
+    for (const v1::TaskPlan& task : proto.tasks()) {
+      for (const v1::TaskGpu& gpu : task.gpus()) {
+        const bool placed = topology && gpu.node_index() >= 0;
+        EXPECT_EQ(gpu.locality(),
+                  placed ? describe_locality(t.gpus.at(gpu.node_index()).locality) : "")
+            << what;
+      }
+    }
   }
   EXPECT_EQ(api::serialize_plan(Plan{}, nullptr, {}), v1::PlanResponse().SerializeAsString());
 }

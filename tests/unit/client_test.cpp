@@ -228,7 +228,7 @@ TEST(StepEnv, VerboseLineListsEveryNic) {
   TaskBinding t;
   t.cpus = "0-27";
   t.gpus = {{"0", "0000:18:00.0", ""}, {"1", "0000:2a:00.0", ""}};
-  t.nic = "mlx5_0,mlx5_1";
+  t.nic_names = "mlx5_0,mlx5_1";
   EXPECT_NE(describe_binding("h", 0, t, "daemon").find("NIC mlx5_0,mlx5_1 [daemon]"),
             std::string::npos);
 }
@@ -237,10 +237,10 @@ TEST(StepEnv, VerboseLine) {
   TaskBinding t;
   t.rank = 1;
   t.cpus = "57-63";
-  t.l3 = 7;
-  t.numa = 3;
+  t.l3_index = 7;
+  t.numa_index = 3;
   t.gpus = {{"1", "0000:c6:00.0", ""}};
-  t.nic = "hsn0";
+  t.nic_names = "hsn0";
   EXPECT_EQ(describe_binding("nid001", 9, t, "daemon"),
             "gpubind: nid001 rank 9 (local 1): cpus 57-63 (L3 7, NUMA 3), GPU 1 (0000:c6:00.0), "
             "NIC hsn0 [daemon]");
@@ -317,7 +317,7 @@ TEST(SiteArgs, OverrideExplicit) {
 TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
   TaskBinding task = gpu_task("nvidia", 1, "0");
   task.cpus = "0-7";
-  task.numa = 1;
+  task.numa_index = 1;
   task.env = {{"CUDA_VISIBLE_DEVICES", "0", false},
               {"OMP_NUM_THREADS", "8", true},
               {"OMP_PLACES", "cores", false},
@@ -325,7 +325,7 @@ TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
               {"GPUBIND_NUMA", "1", false}};
   const TaskBinding kept = with_slurm_cpus(task, "3");
   EXPECT_EQ(kept.cpus, "3");
-  EXPECT_EQ(kept.numa, -1) << "no memory preference from a plan not applied";
+  EXPECT_EQ(kept.numa_index, -1) << "no memory preference from a plan not applied";
   std::map<std::string, std::string> env;
   for (const TaskEnv& var : kept.env)
     env[var.name] = var.value;

@@ -96,12 +96,12 @@ StepPlan two_gpu_plan() {
     const std::string pci = rank < 2 ? "0000:40:00.0" : "0000:c1:00.0";
     task.tokens = token;
     task.vendor = "nvidia";
-    task.numa = rank < 2 ? 0 : 1;
-    task.nic = rank < 2 ? "hsn0" : "hsn1";
+    task.numa_index = rank < 2 ? 0 : 1;
+    task.nic_names = rank < 2 ? "hsn0" : "hsn1";
     task.gpus = {{token, pci, "NUMA " + std::to_string(rank < 2 ? 0 : 1)}};
     task.env = {
         {"CUDA_VISIBLE_DEVICES", token, false}, {"OMP_NUM_THREADS", "4", true},
-        {"NCCL_IB_HCA", task.nic, false},       {"GPUBIND_LOCAL_RANK", std::to_string(rank), false},
+        {"NCCL_IB_HCA", task.nic_names, false}, {"GPUBIND_LOCAL_RANK", std::to_string(rank), false},
         {"GPUBIND_CPUS", task.cpus, false},     {"GPUBIND_GPUS", token, false},
         {"GPUBIND_GPU_PCI", pci, false}};
     plan.tasks.push_back(task);
@@ -134,7 +134,7 @@ TEST(KeepSlurmGpus, EachTaskTakesAPlannedTaskOfItsOwnGpu) {
     EXPECT_EQ(env.at("GPUBIND_LOCAL_RANK"), std::to_string(local));
     EXPECT_EQ(env.at("GPUBIND_CPUS"), kept.task.cpus);
     EXPECT_EQ(env.at("NCCL_IB_HCA"), local % 2 == 0 ? "hsn1" : "hsn0") << "the NIC near its GPU";
-    EXPECT_EQ(kept.task.numa, local % 2 == 0 ? 1 : 0);
+    EXPECT_EQ(kept.task.numa_index, local % 2 == 0 ? 1 : 0);
     EXPECT_EQ(kept.task.rank, local);
   }
   EXPECT_EQ(cpus, (std::vector<std::string>{"8-11", "0-3", "12-15", "4-7"}))

@@ -6,7 +6,7 @@
 
 #include "../support/fixtures.h"
 #include "../support/requests.h"
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/protocol/client.h"
 
@@ -118,7 +118,8 @@ v1::PlanResponse lumi_answer(bool with_topology) {
   EXPECT_TRUE(plan) << plan.error().message;
   plan->warnings = {"first", "second"};
   v1::PlanResponse response;
-  api::plan_to_proto(*plan, response, with_topology ? &lumi : nullptr);
+  EXPECT_TRUE(
+      response.ParseFromString(api::serialize_plan(*plan, with_topology ? &lumi : nullptr, {})));
   return response;
 }
 
@@ -133,9 +134,9 @@ TEST(Wire, ThePluginReadsTheDaemonsPlan) {
     const TaskBinding& got = plan->tasks[i];
     EXPECT_EQ(got.rank, static_cast<int>(sent.rank()));
     EXPECT_EQ(got.cpus, sent.cpus());
-    EXPECT_EQ(got.numa, sent.numa());
-    EXPECT_EQ(got.l3, sent.l3());
-    EXPECT_EQ(got.nic, sent.nic());
+    EXPECT_EQ(got.numa_index, sent.numa_index());
+    EXPECT_EQ(got.l3_index, sent.l3_index());
+    EXPECT_EQ(got.nic_names, sent.nic_names());
     EXPECT_EQ(got.vendor, "amd");
     EXPECT_EQ(got.tokens, sent.gpus(0).token());
     ASSERT_EQ(got.env.size(), static_cast<size_t>(sent.env_size()));

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "binder_client.h"
+#include "gpubind/api/binder_client.h"
 #include "gpubind/bench/load.h"
 #include "gpubind/cli_args.h"
 #include "gpubind/node.h"

@@ -50,12 +50,12 @@ std::string plan_to_json(const Plan& plan) {
   for (const TaskPlan& task : plan.tasks) {
     Json gpus = Json::array();
     for (const TaskGpu& gpu : task.gpus) {
-      Json entry{{"index", gpu.step_index},
+      Json entry{{"step_index", gpu.step_index},
                  {"pci", gpu.pci},
                  {"node_index", gpu.gpu},
                  {"token", gpu.token},
                  {"vendor", vendor_name(gpu.vendor)}};
-      if (gpu.tile >= 0) entry["tile"] = gpu.tile;
+      if (gpu.tile >= 0) entry["tile_index"] = gpu.tile;
       gpus.push_back(std::move(entry));
     }
     Json env = Json::object(), only_if_unset = Json::array();
@@ -69,9 +69,11 @@ std::string plan_to_json(const Plan& plan) {
                          {"cpu_mask", task.cpus.to_mask()},
                          {"ncores", task.ncores},
                          {"gpus", std::move(gpus)},
-                         {"nic", task.nic >= 0 ? Json(task.nic_name) : Json(nullptr)},
-                         {"numa", task.numa},
-                         {"l3", task.l3},
+                         {"nic_index", task.nic},
+                         {"nic_names", task.nic >= 0 ? Json(task.nic_name) : Json(nullptr)},
+                         {"nic_indices", task.nics},
+                         {"numa_index", task.numa},
+                         {"l3_index", task.l3},
                          {"env", std::move(env)},
                          {"env_only_if_unset", std::move(only_if_unset)}});
   }

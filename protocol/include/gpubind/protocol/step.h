@@ -41,11 +41,11 @@ struct TaskGpuInfo {
 struct TaskBinding {
   int rank = 0;  // local rank
   std::string cpus;
-  int numa = -1, l3 = -1;
+  int numa_index = -1, l3_index = -1;  // the NUMA node and L3 holding most of its CPUs
   std::vector<TaskGpuInfo> gpus;
-  std::string tokens;  // the task's GPU visibility tokens, "3" or "2,3"
-  std::string vendor;  // vendor of the task's GPUs, "" without GPUs
-  std::string nic;
+  std::string tokens;     // the task's GPU visibility tokens, "3" or "2,3"
+  std::string vendor;     // vendor of the task's GPUs, "" without GPUs
+  std::string nic_names;  // the names of the task's NICs, "mlx5_0,mlx5_3"
   std::vector<TaskEnv> env;
 };
 

@@ -1,4 +1,4 @@
-#include "binder_client.h"
+#include "gpubind/api/binder_client.h"
 #include "gpubind/protocol/limits.h"
 
 #include <grpcpp/channel.h>
@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/io.h"
 #include "gpubind/v1/binder.grpc.pb.h"

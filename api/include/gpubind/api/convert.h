@@ -25,8 +25,6 @@ using protocol::kMaxTokenBytes;
 Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto);
 v1::PlanRequest request_to_proto(const PlanRequest& request);
 
-// With the topology the plan was made on, each GPU names its locality ("L3 6").
-void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* topology = nullptr);
 Plan plan_from_proto(const v1::PlanResponse& proto);
 
 // PlanResponse's fields beside the plan.
@@ -35,9 +33,9 @@ struct ResponseFields {
   uint64_t topology_generation = 0;
   std::string_view hostname;
 };
-// The serialized PlanResponse of plan_to_proto(plan, topology) with `fields`, byte for byte, but
-// written straight from the plan (a 4096-task answer built as messages first cost more than
-// planning it).
+// The plan as a serialized PlanResponse with `fields`: the bytes libprotobuf makes of that message,
+// but written straight from the plan (a 4096-task answer built as messages first cost more than
+// planning it). With the topology the plan was made on, each GPU names its locality ("L3 6").
 std::string serialize_plan(const Plan& plan, const Topology* topology,
                            const ResponseFields& fields);
 

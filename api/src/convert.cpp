@@ -1,4 +1,4 @@
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 
 namespace gpubind::api {
 namespace {
@@ -167,42 +167,6 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   return proto;
 }
 
-void plan_to_proto(const Plan& plan, v1::PlanResponse& proto, const Topology* topology) {
-  proto.mutable_tasks()->Reserve(static_cast<int>(plan.tasks.size()));
-  for (const TaskPlan& task : plan.tasks) {
-    v1::TaskPlan* out = proto.add_tasks();
-    out->set_rank(static_cast<uint32_t>(task.rank));
-    out->set_cpus(task.cpus.to_list());
-    out->set_cpu_mask(task.cpus.to_mask());
-    out->set_ncores(static_cast<uint32_t>(task.ncores));
-    for (const TaskGpu& gpu : task.gpus) {
-      v1::TaskGpu* g = out->add_gpus();
-      g->set_step_index(static_cast<uint32_t>(gpu.step_index));
-      g->set_node_index(gpu.gpu);
-      g->set_token(gpu.token);
-      g->set_pci(gpu.pci);
-      g->set_vendor(vendor_name(gpu.vendor));
-      g->set_tile(gpu.tile);
-      if (topology && gpu.gpu >= 0 && gpu.gpu < static_cast<int>(topology->gpus.size()))
-        g->set_locality(describe_locality(topology->gpus[gpu.gpu].locality));
-    }
-    out->set_nic_index(task.nic);
-    out->set_nic(task.nic_name);
-    for (int nic : task.nics)
-      out->add_nic_indices(nic);
-    out->set_numa(task.numa);
-    out->set_l3(task.l3);
-    for (const EnvVar var : task.env) {
-      v1::EnvVar* e = out->add_env();
-      e->set_name(var.name.data(), var.name.size());
-      e->set_value(var.value.data(), var.value.size());
-      e->set_only_if_unset(var.only_if_unset);
-    }
-  }
-  for (const std::string& warning : plan.warnings)
-    proto.add_warnings(warning);
-}
-
 Plan plan_from_proto(const v1::PlanResponse& proto) {
   Plan plan;
   plan.tasks.reserve(proto.tasks_size());
@@ -212,14 +176,14 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     if (auto cpus = CpuSet::parse_list(in.cpus())) task.cpus = *cpus;
     task.ncores = static_cast<int>(in.ncores());
     for (const v1::TaskGpu& g : in.gpus()) {
-      task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile(), g.token(),
-                           g.pci(), vendor_from(g.vendor())});
+      task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile_index(),
+                           g.token(), g.pci(), vendor_from(g.vendor())});
     }
     task.nic = in.nic_index();
     task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());
-    task.nic_name = in.nic();
-    task.numa = in.numa();
-    task.l3 = in.l3();
+    task.nic_name = in.nic_names();
+    task.numa = in.numa_index();
+    task.l3 = in.l3_index();
     for (const v1::EnvVar& e : in.env())
       task.env.add(e.name(), e.value(), e.only_if_unset());
     plan.tasks.push_back(std::move(task));
