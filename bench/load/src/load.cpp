@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "api_convert.h"
+#include "gpubind/api/convert.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/io.h"
 #include "gpubind/v1/binder.grpc.pb.h"
