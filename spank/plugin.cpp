@@ -2,6 +2,7 @@
 // catches everything: nothing may unwind across Slurm's C code.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -58,7 +59,11 @@ int check_flags_from_env() {
   if (!from_env) return 0;
   auto flags = client::parse_user_flags(from_env);
   if (!flags) {
-    slurm_error("gpubind: %s=%s: %s", kUserEnv, from_env, flags.error().message.c_str());
+    // The value is quoted only where it is short enough to read.
+    if (std::strlen(from_env) <= client::kMaxFlagsBytes)
+      slurm_error("gpubind: %s=%s: %s", kUserEnv, from_env, flags.error().message.c_str());
+    else
+      slurm_error("gpubind: %s: %s", kUserEnv, flags.error().message.c_str());
     return -1;
   }
   if (flags->help) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
@@ -33,10 +34,26 @@ using client::TaskBinding;
 
 constexpr const char* kStepdLibName = "libgpubind_stepd.so";
 
+// The longest value read from the job's environment: past what exec passes a task (128 KiB a
+// variable on Linux), so any value a task could have is read whole.
+constexpr size_t kMaxEnvValueBytes = size_t{1} << 20;
+
+// A variable of the job's environment, read whole (a value the buffer cannot hold is read again
+// into a larger one); nullopt where unset. Longer than kMaxEnvValueBytes: unset, said in slurmd's
+// log, never read truncated.
 std::optional<std::string> job_env(spank_t sp, const std::string& name) {
-  static char buffer[65536];
-  if (spank_getenv(sp, name.c_str(), buffer, sizeof buffer) != ESPANK_SUCCESS) return std::nullopt;
-  return std::string(buffer);
+  static std::vector<char> buffer(4096);
+  while (true) {
+    const spank_err_t read = spank_getenv(sp, name.c_str(), buffer.data(), buffer.size());
+    if (read == ESPANK_SUCCESS) return std::string(buffer.data());
+    if (read != ESPANK_NOSPACE) return std::nullopt;
+    if (buffer.size() >= kMaxEnvValueBytes) {
+      slurm_error("gpubind: %s is longer than %zu bytes: read as unset", name.c_str(),
+                  kMaxEnvValueBytes);
+      return std::nullopt;
+    }
+    buffer.resize(buffer.size() * 2);
+  }
 }
 
 EnvLookup env_of(spank_t sp) {

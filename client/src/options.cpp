@@ -72,6 +72,10 @@ Result<UserFlags> parse_user_flags(const std::string& raw) {
   UserFlags flags;
   const std::string text = raw == "(null)" ? "" : raw;
   if (text.empty()) return flags;
+  if (text.size() > kMaxFlagsBytes) {
+    return make_error("the flags are " + std::to_string(text.size()) + " bytes long; at most " +
+                      std::to_string(kMaxFlagsBytes) + " are read");
+  }
   struct Switch {
     const char* name;
     bool UserFlags::*field;

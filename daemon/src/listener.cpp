@@ -39,6 +39,35 @@ bool someone_listens(const sockaddr_un& addr) {
   return alive;
 }
 
+// Whether another user could change what `folder` holds: it, or a folder above it, belongs to
+// someone other than root and this daemon's user, or is writable by group or others without the
+// sticky bit. Then a symlink swapped in between bind() and chmod() would make this daemon (root,
+// when started by hand) change the mode of any file: such a folder is refused.
+Status check_socket_folder(const std::filesystem::path& folder) {
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::canonical(folder, ec);
+  if (ec) return make_error("socket directory '" + folder.string() + "': " + ec.message());
+  const uid_t self = geteuid();
+  for (std::filesystem::path at = resolved;; at = at.parent_path()) {
+    struct stat st {};
+    if (lstat(at.c_str(), &st) != 0)
+      return make_error("socket directory '" + at.string() + "': " + errno_text());
+    if (st.st_uid != 0 && st.st_uid != self) {
+      return make_error("socket directory '" + at.string() + "' belongs to uid " +
+                        std::to_string(st.st_uid) +
+                        ": another user could swap the socket for a link; use a directory of "
+                        "root's or the daemon's own user, such as /run/gpubind");
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+      return make_error("socket directory '" + at.string() +
+                        "' is writable by its group or by others: another user could swap the "
+                        "socket for a link; use a directory only root or the daemon's own user "
+                        "may write, such as /run/gpubind");
+    }
+    if (at == at.parent_path()) return Ok{};
+  }
+}
+
 }  // namespace
 
 Result<int> open_listener(const SocketOptions& options) {
@@ -51,6 +80,7 @@ Result<int> open_listener(const SocketOptions& options) {
     if (ec) return make_error("socket directory '" + parent.string() + "': " + ec.message());
     chmod(parent.c_str(), 0755);
   }
+  if (auto safe = check_socket_folder(parent.empty() ? "." : parent); !safe) return safe.error();
   // Where every user may write, anyone can replace the socket with their own: say so at once.
   struct stat folder {};
   if (stat(parent.empty() ? "." : parent.c_str(), &folder) == 0 && (folder.st_mode & S_IWOTH)) {

@@ -35,6 +35,7 @@ struct Router::Connection {
   uid_t uid = 0;
   pid_t pid = 0;
   Stage stage = Stage::kClassify;
+  Clock::time_point accepted{};
   Clock::time_point deadline{};
   std::string in;  // the request frame so far
   size_t want = compact::kRequestHeaderBytes;
@@ -165,7 +166,8 @@ void Router::accept_all() {
     by_uid_[c.uid].insert(c.id);
     epoll_event event{EPOLLIN, {.u64 = c.id}};
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    set_deadline(c, Clock::now() + limits_.classify);
+    c.accepted = Clock::now();
+    set_deadline(c, c.accepted + limits_.classify);
     classify(c);  // a client that wrote before connect() returned is served at once
   }
 }
@@ -276,8 +278,9 @@ void Router::read_request(Connection& c) {
         return;
       }
       c.want += verdict.body_bytes;
-      // The deadline runs from accept: a client trickling bytes cannot hold its slot longer.
-      set_deadline(c, std::min(c.deadline, Clock::now() + limits_.exchange));
+      // The whole exchange's deadline runs from accept: a client trickling bytes cannot hold
+      // its slot longer.
+      set_deadline(c, c.accepted + limits_.exchange);
       c.in.reserve(c.want);
     }
   }

@@ -261,6 +261,10 @@ run sbatch --gpu-bind-auto=order=sideways --wrap true
 [[ $rc -ne 0 && "$out" == *"order=sideways"* ]] && ok "sbatch: bad flag fails, names it" || bad "sbatch bad flag rc=$rc" "$out"
 run env SLURM_GPU_BIND_AUTO=smt=x srun -N1 -n1 true
 [[ $rc -ne 0 && "$out" == *"SLURM_GPU_BIND_AUTO=smt=x"* ]] && ok "bad SLURM_GPU_BIND_AUTO fails, names it" || bad "bad env rc=$rc" "$out"
+# A value longer than any set of flags: refused by its length, at once, and not echoed back.
+run env SLURM_GPU_BIND_AUTO="$(head -c 70000 /dev/zero | tr '\0' v)" srun -N1 -n1 true
+[[ $rc -ne 0 && "$out" == *"SLURM_GPU_BIND_AUTO: the flags are 70000 bytes long"* && ${#out} -lt 4000 ]] &&
+  ok "over-long SLURM_GPU_BIND_AUTO fails, says its length" || bad "long env rc=$rc" "${out:0:400}"
 run srun -N1 -n1 --gpu-bind-auto=help true
 [[ $rc -eq 0 && "$out" == *"dry-run"* ]] && ok "help prints the flags" || bad "help rc=$rc" "$out"
 

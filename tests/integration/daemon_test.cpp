@@ -409,6 +409,40 @@ TEST_F(DaemonTest, StartupErrorsNameTheFaultAndExitNonZero) {
   EXPECT_FALSE(std::filesystem::exists(socket_));
 }
 
+// A socket folder another user controls (theirs, or one its group or anyone may write, not
+// sticky) is refused before bind: a link swapped in between bind() and chmod() would make the
+// daemon change the mode of any file.
+TEST_F(DaemonTest, ASocketFolderAnotherUserControlsIsRefused) {
+  const std::string writable = dir_ + "/writable";
+  std::filesystem::create_directory(writable);
+  chmod(writable.c_str(), 0777);
+  DaemonProcess open;
+  open.start(
+      kDaemon,
+      {"--foreground", "--socket", writable + "/s.sock", "--topology", kFixtures + "/lumi-g.xml"},
+      {}, dir_ + "/writable.log");
+  EXPECT_EQ(open.wait_exit(10s), 1);
+  EXPECT_NE(
+      open.log().find("socket directory '" + writable + "' is writable by its group or by others"),
+      std::string::npos)
+      << open.log();
+  EXPECT_FALSE(std::filesystem::exists(writable + "/s.sock"));
+
+  if (geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
+  const std::string theirs = dir_ + "/theirs";
+  std::filesystem::create_directories(theirs + "/inner");
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  DaemonProcess below;
+  below.start(kDaemon,
+              {"--foreground", "--socket", theirs + "/inner/s.sock", "--topology",
+               kFixtures + "/lumi-g.xml"},
+              {}, dir_ + "/theirs.log");
+  EXPECT_EQ(below.wait_exit(10s), 1);
+  EXPECT_NE(below.log().find("socket directory '" + theirs + "' belongs to uid 65534"),
+            std::string::npos)
+      << "a folder above the socket's counts too: " << below.log();
+}
+
 TEST_F(DaemonTest, WithoutForegroundItDetachesOnceServing) {
   DaemonProcess launcher;
   launcher.start(kDaemon, {"--socket", socket_, "--topology", kFixtures + "/lumi-g.xml"}, {},

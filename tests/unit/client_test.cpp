@@ -58,6 +58,9 @@ TEST(UserFlags, BadFlagsAreNamed) {
   EXPECT_TRUE(refused("off,verbose", "flag 'off' contradicts"));
   EXPECT_TRUE(refused("order=gpu,order=cpu", "contradict"));
   EXPECT_TRUE(refused("smt=1,smt=2", "contradict"));
+  EXPECT_TRUE(refused(std::string(70000, 'v'), "the flags are 70000 bytes long; at most 1024"))
+      << "an over-long value is refused by its length, not quoted";
+  EXPECT_TRUE(refused(std::string(1024, 'v'), "unknown flag")) << "1024 bytes are read";
 }
 
 TEST(SiteArgs, DefaultsAndEveryArgument) {

@@ -6,11 +6,14 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gpubind/daemon/binder_service.h"
 #include "gpubind/daemon/daemon_state.h"
@@ -19,6 +22,7 @@
 #include "gpubind/daemon/plan_workers.h"
 #include "gpubind/daemon/router.h"
 #include "gpubind/protocol/client.h"
+#include "gpubind/protocol/compact.h"
 
 namespace gpubind::daemon {
 namespace {
@@ -45,9 +49,11 @@ class RequestIntakeTest : public ::testing::Test {
     auto fd = open_listener({socket_, 0666, std::nullopt});
     ASSERT_TRUE(fd) << fd.error().message;
     listen_fd_ = *fd;
-    router_ = std::make_unique<Router>(*service_, *workers_, Router::Limits{});
+    router_ = std::make_unique<Router>(*service_, *workers_, router_limits());
     ASSERT_TRUE(router_->start(listen_fd_, server_.get()));
   }
+
+  virtual Router::Limits router_limits() const { return {}; }
 
   void TearDown() override {
     if (workers_) workers_->stop();
@@ -155,6 +161,40 @@ TEST_F(RequestIntakeTest, ARequestBypassingTheCacheIsParsedOnceAndNeverKeyed) {
   EXPECT_FALSE(ask_grpc(request).cached());
   EXPECT_EQ(since(before).parsed, 2u);
   EXPECT_EQ(since(before).keyed, 0u);
+}
+
+// The compact exchange's deadline (Router::Limits::exchange) runs from accept, whatever the
+// deadline for the first bytes: a client that sent its header at once has the whole exchange.
+class CompactDeadlineTest : public RequestIntakeTest {
+ protected:
+  Router::Limits router_limits() const override {
+    Router::Limits limits;
+    limits.classify = std::chrono::milliseconds(200);
+    limits.exchange = std::chrono::milliseconds(10000);
+    return limits;
+  }
+};
+
+TEST_F(CompactDeadlineTest, AnExchangeHasItsWholeDeadlineNotTheFirstBytesOne) {
+  const std::string body = step(8, 1).SerializeAsString();
+  std::string frame(compact::kMagic, sizeof compact::kMagic);
+  frame += static_cast<char>(compact::kVersion);
+  for (int shift = 0; shift < 32; shift += 8)
+    frame += static_cast<char>((body.size() >> shift) & 0xff);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_.c_str());
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(write(fd, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  // Well past the first bytes' deadline, well inside the exchange's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(send(fd, body.data(), body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(body.size()));
+  char status = 1;
+  EXPECT_EQ(read(fd, &status, 1), 1) << "the connection was cut before its exchange deadline";
+  EXPECT_EQ(status, static_cast<char>(compact::kStatusPlan));
+  close(fd);
 }
 
 }  // namespace

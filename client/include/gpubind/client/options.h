@@ -28,8 +28,12 @@ struct UserFlags {
   std::optional<int> smt;
 };
 
+// The longest flags text read: every flag at once fits in a tenth of it.
+inline constexpr size_t kMaxFlagsBytes = 1024;
+
 // "verbose,order=cpu,smt=1". Empty text (the bare option) or the "(null)" Slurm passes for an
-// optional argument given without a value mean "on, defaults".
+// optional argument given without a value mean "on, defaults". Longer than kMaxFlagsBytes: refused,
+// the message giving the length, not the text.
 Result<UserFlags> parse_user_flags(const std::string& text);
 
 // The help text for --gpu-bind-auto=help.
