@@ -146,7 +146,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
     proto.set_gpus_given(true);
     for (const StepGpu& gpu : *request.gpus) {
       v1::StepGpu* out = proto.add_gpus();
-      out->set_node_index(static_cast<uint32_t>(std::max(gpu.gpu, 0)));
+      out->set_node_index(static_cast<uint32_t>(std::max(gpu.node_index, 0)));
       out->set_token(gpu.token);
       out->set_pci(gpu.pci);
     }
@@ -179,11 +179,11 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
       task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile_index(),
                            g.token(), g.pci(), vendor_from(g.vendor())});
     }
-    task.nic = in.nic_index();
-    task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());
-    task.nic_name = in.nic_names();
-    task.numa = in.numa_index();
-    task.l3 = in.l3_index();
+    task.nic_index = in.nic_index();
+    task.nic_indices.assign(in.nic_indices().begin(), in.nic_indices().end());
+    task.nic_names = in.nic_names();
+    task.numa_index = in.numa_index();
+    task.l3_index = in.l3_index();
     for (const v1::EnvVar& e : in.env())
       task.env.add(e.name(), e.value(), e.only_if_unset());
     plan.tasks.push_back(std::move(task));

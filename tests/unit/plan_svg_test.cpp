@@ -112,7 +112,7 @@ TEST(PlanSvg, GpusAndNicsSitInTheirL3AndShowTheirTasks) {
   for (const Drawn& nic : nics) {
     std::set<int> users;
     for (const TaskPlan& task : plan.tasks) {
-      if (task.nic == nic.index) users.insert(task.rank);
+      if (task.nic_index == nic.index) users.insert(task.rank);
     }
     EXPECT_EQ(numbers(nic.tasks), users);
     EXPECT_EQ(users.size(), 2u);

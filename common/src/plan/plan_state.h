@@ -186,7 +186,7 @@ class Planner {
   }
   int distance(const Place& a, const Place& b) const { return sizes_.distance(a, b); }
   const Locality& gpu_locality(int step_gpu) const {
-    return topo_.gpus[step_gpus_[step_gpu].gpu].locality;
+    return topo_.gpus[step_gpus_[step_gpu].node_index].locality;
   }
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
 

@@ -85,10 +85,10 @@ struct Usage {
       task.cpus.for_each([&](int pu) { pu_tasks[pu].push_back(task.rank); });
       std::set<int> gpus;
       for (const TaskGpu& gpu : task.gpus)
-        gpus.insert(gpu.gpu);
+        gpus.insert(gpu.node_index);
       for (const int gpu : gpus)
         gpu_tasks[gpu].push_back(task.rank);
-      if (task.nic >= 0) nic_tasks[task.nic].push_back(task.rank);
+      if (task.nic_index >= 0) nic_tasks[task.nic_index].push_back(task.rank);
     }
   }
   static const std::vector<int>& of(const std::map<int, std::vector<int>>& map, int key) {
@@ -358,7 +358,7 @@ std::string legend_line(const TaskPlan& task) {
   for (const TaskGpu& gpu : task.gpus) {
     line += " · GPU " + gpu.token + (gpu.pci.empty() ? "" : " (" + gpu.pci + ")");
   }
-  if (!task.nic_name.empty()) line += " · NIC " + task.nic_name;
+  if (!task.nic_names.empty()) line += " · NIC " + task.nic_names;
   return line;
 }
 
