@@ -27,9 +27,9 @@ LocalityKind locality_kind_from(const std::string& name) {
 void locality_to_proto(const Locality& loc, v1::Locality& proto) {
   proto.set_kind(locality_kind_name(loc.kind));
   proto.set_cpus(loc.cpus.to_list());
-  proto.set_l3(loc.l3);
-  proto.set_numa(loc.numa);
-  proto.set_package(loc.package);
+  proto.set_l3_index(loc.l3_index);
+  proto.set_numa_index(loc.numa_index);
+  proto.set_package_index(loc.package_index);
   for (int bridge : loc.pci_path)
     proto.add_pci_path(bridge);
 }
@@ -38,9 +38,9 @@ Locality locality_from_proto(const v1::Locality& proto) {
   Locality loc;
   loc.kind = locality_kind_from(proto.kind());
   if (auto cpus = CpuSet::parse_list(proto.cpus())) loc.cpus = *cpus;
-  loc.l3 = proto.l3();
-  loc.numa = proto.numa();
-  loc.package = proto.package();
+  loc.l3_index = proto.l3_index();
+  loc.numa_index = proto.numa_index();
+  loc.package_index = proto.package_index();
   loc.pci_path.assign(proto.pci_path().begin(), proto.pci_path().end());
   return loc;
 }
@@ -202,9 +202,9 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
     v1::Core* out = proto.add_cores();
     for (int pu : core.pus)
       out->add_pus(static_cast<uint32_t>(pu));
-    out->set_l3(core.l3);
-    out->set_numa(core.numa);
-    out->set_package(core.package);
+    out->set_l3_index(core.l3_index);
+    out->set_numa_index(core.numa_index);
+    out->set_package_index(core.package_index);
   }
   for (const Gpu& gpu : topology.gpus) {
     v1::Gpu* out = proto.add_gpus();
@@ -242,9 +242,9 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
     core.index = static_cast<int>(t.cores.size());
     for (uint32_t pu : in.pus())
       core.pus.push_back(static_cast<int>(pu));
-    core.l3 = in.l3();
-    core.numa = in.numa();
-    core.package = in.package();
+    core.l3_index = in.l3_index();
+    core.numa_index = in.numa_index();
+    core.package_index = in.package_index();
     t.cores.push_back(std::move(core));
   }
   for (const v1::Gpu& in : proto.gpus()) {

@@ -63,13 +63,13 @@ TEST(PlannerRules, SubNumaClusteringPutsEachGpuOnItsNumaNode) {
   LOAD_OR_SKIP(t, "dell-xe8640-h100.xml");
   for (const Gpu& gpu : t.gpus) {
     EXPECT_EQ(gpu.locality.kind, LocalityKind::kNuma) << gpu.pci_bus_id;
-    EXPECT_EQ(gpu.locality.cpus, t.numa_pus(gpu.locality.numa));
+    EXPECT_EQ(gpu.locality.cpus, t.numa_pus(gpu.locality.numa_index));
   }
   for (int n : {4, 8}) {
     for (const TaskPlan& task : plan(t, n).tasks) {
       const Locality& gpu = t.gpus[task.gpus[0].node_index].locality;
       EXPECT_TRUE(task.cpus.intersects(gpu.cpus)) << n << " tasks, rank " << task.rank;
-      EXPECT_EQ(task.numa_index, gpu.numa) << n << " tasks, rank " << task.rank;
+      EXPECT_EQ(task.numa_index, gpu.numa_index) << n << " tasks, rank " << task.rank;
     }
   }
 }

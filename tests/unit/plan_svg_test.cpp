@@ -97,7 +97,7 @@ TEST(PlanSvg, GpusAndNicsSitInTheirL3AndShowTheirTasks) {
   ASSERT_EQ(gpus.size(), node.gpus.size());
   for (const Drawn& gpu : gpus) {
     // The GPU's chip is drawn inside the box of the L3 its locality names.
-    const int l3 = node.gpus[gpu.index].locality.l3;
+    const int l3 = node.gpus[gpu.index].locality.l3_index;
     const Drawn* box = nullptr;
     for (const Drawn& candidate : l3s) {
       if (candidate.offset < gpu.offset) box = &candidate;

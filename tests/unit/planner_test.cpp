@@ -48,7 +48,7 @@ std::set<int> l3s_of(const Topology& t, const CpuSet& cpus) {
   std::set<int> l3s;
   for (const Core& core : t.cores) {
     for (int pu : core.pus) {
-      if (cpus.test(pu)) l3s.insert(core.l3);
+      if (cpus.test(pu)) l3s.insert(core.l3_index);
     }
   }
   return l3s;
@@ -214,8 +214,8 @@ TEST(PlannerLumi, ThreeTasksOnEightGpusStayClose) {
       EXPECT_TRUE(seen.insert(gpu.node_index).second) << gpu.node_index;
   }
   // The task with two GPUs gets one whole MI250X.
-  EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].node_index].locality.numa,
-            t.gpus[plan.tasks[2].gpus[1].node_index].locality.numa);
+  EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].node_index].locality.numa_index,
+            t.gpus[plan.tasks[2].gpus[1].node_index].locality.numa_index);
 }
 
 TEST(PlannerLumi, MultiGpuTasksTakeTheNearestGpusNotTheNextInStepOrder) {
@@ -690,7 +690,7 @@ TEST(PlannerA100, PolicyGpuOrderChangesNumberingNotLocality) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(reordered.tasks[r].numa_index, r);
     EXPECT_EQ(env_of(reordered.tasks[r], "CUDA_VISIBLE_DEVICES"), std::to_string(r));
-    EXPECT_EQ(t.nics[reordered.tasks[r].nic_index].locality.numa, r);
+    EXPECT_EQ(t.nics[reordered.tasks[r].nic_index].locality.numa_index, r);
   }
 }
 
@@ -899,8 +899,8 @@ TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
   int spanning = 0;
   for (const TaskPlan& task : plan.tasks) {
     ASSERT_EQ(task.gpus.size(), 2u);
-    spanning += t.gpus[task.gpus[0].node_index].locality.numa !=
-                t.gpus[task.gpus[1].node_index].locality.numa;
+    spanning += t.gpus[task.gpus[0].node_index].locality.numa_index !=
+                t.gpus[task.gpus[1].node_index].locality.numa_index;
     EXPECT_EQ(task.ncores, 16) << "cores follow GPUs";
   }
   EXPECT_EQ(spanning, 2) << "12 GPUs in fours of three: only two tasks need two domains";

@@ -160,7 +160,7 @@ Topology node_of_many_gpus() {
     Gpu gpu;
     gpu.index = i;
     gpu.locality.kind = LocalityKind::kL3;
-    gpu.locality.l3 = 100 + i;
+    gpu.locality.l3_index = 100 + i;
     node.gpus.push_back(gpu);
   }
   return node;
