@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "gpubind/api/convert.h"
+#include "gpubind/api/status_convert.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/io.h"
 #include "gpubind/v1/binder.grpc.pb.h"
@@ -112,24 +113,7 @@ Result<DaemonStatus> BinderClient::status(std::chrono::milliseconds timeout) {
   impl_->prepare(context, timeout);
   const grpc::Status status = impl_->stub->GetStatus(&context, {}, &response);
   if (!status.ok()) return rpc_error(impl_->socket_path, status);
-  DaemonStatus out;
-  out.version = response.version();
-  out.uptime_s = response.uptime_s();
-  out.policy_source = response.policy_source();
-  out.policy_generation = response.policy_generation();
-  out.topology_source = response.topology_source();
-  out.topology_generation = response.topology_generation();
-  out.requests = response.requests();
-  out.errors = response.errors();
-  out.cache_hits = response.cache_hits();
-  out.p50_us = response.p50_us();
-  out.p99_us = response.p99_us();
-  out.rss_bytes = response.rss_bytes();
-  out.last_reload_error = response.last_reload_error();
-  out.socket_activated = response.socket_activated();
-  out.cpu_s = response.cpu_s();
-  out.pid = static_cast<int>(response.pid());
-  return out;
+  return api::status_from_proto(response);
 }
 
 }  // namespace gpubind::client

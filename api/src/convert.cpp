@@ -27,9 +27,9 @@ LocalityKind locality_kind_from(const std::string& name) {
 void locality_to_proto(const Locality& loc, v1::Locality& proto) {
   proto.set_kind(locality_kind_name(loc.kind));
   proto.set_cpus(loc.cpus.to_list());
-  proto.set_l3(loc.l3);
-  proto.set_numa(loc.numa);
-  proto.set_package(loc.package);
+  proto.set_l3_index(loc.l3_index);
+  proto.set_numa_index(loc.numa_index);
+  proto.set_package_index(loc.package_index);
   for (int bridge : loc.pci_path)
     proto.add_pci_path(bridge);
 }
@@ -38,9 +38,9 @@ Locality locality_from_proto(const v1::Locality& proto) {
   Locality loc;
   loc.kind = locality_kind_from(proto.kind());
   if (auto cpus = CpuSet::parse_list(proto.cpus())) loc.cpus = *cpus;
-  loc.l3 = proto.l3();
-  loc.numa = proto.numa();
-  loc.package = proto.package();
+  loc.l3_index = proto.l3_index();
+  loc.numa_index = proto.numa_index();
+  loc.package_index = proto.package_index();
   loc.pci_path.assign(proto.pci_path().begin(), proto.pci_path().end());
   return loc;
 }
@@ -146,7 +146,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
     proto.set_gpus_given(true);
     for (const StepGpu& gpu : *request.gpus) {
       v1::StepGpu* out = proto.add_gpus();
-      out->set_node_index(static_cast<uint32_t>(std::max(gpu.gpu, 0)));
+      out->set_node_index(static_cast<uint32_t>(std::max(gpu.node_index, 0)));
       out->set_token(gpu.token);
       out->set_pci(gpu.pci);
     }
@@ -179,11 +179,11 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
       task.gpus.push_back({static_cast<int>(g.step_index()), g.node_index(), g.tile_index(),
                            g.token(), g.pci(), vendor_from(g.vendor())});
     }
-    task.nic = in.nic_index();
-    task.nics.assign(in.nic_indices().begin(), in.nic_indices().end());
-    task.nic_name = in.nic_names();
-    task.numa = in.numa_index();
-    task.l3 = in.l3_index();
+    task.nic_index = in.nic_index();
+    task.nic_indices.assign(in.nic_indices().begin(), in.nic_indices().end());
+    task.nic_names = in.nic_names();
+    task.numa_index = in.numa_index();
+    task.l3_index = in.l3_index();
     for (const v1::EnvVar& e : in.env())
       task.env.add(e.name(), e.value(), e.only_if_unset());
     plan.tasks.push_back(std::move(task));
@@ -202,9 +202,9 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
     v1::Core* out = proto.add_cores();
     for (int pu : core.pus)
       out->add_pus(static_cast<uint32_t>(pu));
-    out->set_l3(core.l3);
-    out->set_numa(core.numa);
-    out->set_package(core.package);
+    out->set_l3_index(core.l3_index);
+    out->set_numa_index(core.numa_index);
+    out->set_package_index(core.package_index);
   }
   for (const Gpu& gpu : topology.gpus) {
     v1::Gpu* out = proto.add_gpus();
@@ -242,9 +242,9 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
     core.index = static_cast<int>(t.cores.size());
     for (uint32_t pu : in.pus())
       core.pus.push_back(static_cast<int>(pu));
-    core.l3 = in.l3();
-    core.numa = in.numa();
-    core.package = in.package();
+    core.l3_index = in.l3_index();
+    core.numa_index = in.numa_index();
+    core.package_index = in.package_index();
     t.cores.push_back(std::move(core));
   }
   for (const v1::Gpu& in : proto.gpus()) {

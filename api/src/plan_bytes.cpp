@@ -85,13 +85,14 @@ void write_gpu(const TaskGpu& gpu, const Topology* topology, std::string& out) {
   using F = v1::TaskGpu;
   Writer w(out);
   w.unsigned_field(F::kStepIndexFieldNumber, static_cast<uint32_t>(gpu.step_index));
-  w.signed_field(F::kNodeIndexFieldNumber, gpu.gpu);
+  w.signed_field(F::kNodeIndexFieldNumber, gpu.node_index);
   w.string_field(F::kTokenFieldNumber, gpu.token);
   w.string_field(F::kPciFieldNumber, gpu.pci);
   w.string_field(F::kVendorFieldNumber, vendor_name(gpu.vendor));
-  w.signed_field(F::kTileIndexFieldNumber, gpu.tile);
-  if (topology && gpu.gpu >= 0 && gpu.gpu < static_cast<int>(topology->gpus.size()))
-    w.string_field(F::kLocalityFieldNumber, describe_locality(topology->gpus[gpu.gpu].locality));
+  w.signed_field(F::kTileIndexFieldNumber, gpu.tile_index);
+  if (topology && gpu.node_index >= 0 && gpu.node_index < static_cast<int>(topology->gpus.size()))
+    w.string_field(F::kLocalityFieldNumber,
+                   describe_locality(topology->gpus[gpu.node_index].locality));
 }
 
 // An element of TaskPlan's env, sized beforehand: the bulk of a plan's bytes, copied once.
@@ -126,13 +127,13 @@ void write_task(const TaskPlan& task, const Topology* topology, Scratch& scratch
     write_gpu(gpu, topology, scratch.gpu);
     w.element_field(F::kGpusFieldNumber, scratch.gpu);
   }
-  w.signed_field(F::kNicIndexFieldNumber, task.nic);
-  w.string_field(F::kNicNamesFieldNumber, task.nic_name);
-  w.signed_field(F::kNumaIndexFieldNumber, task.numa);
-  w.signed_field(F::kL3IndexFieldNumber, task.l3);
+  w.signed_field(F::kNicIndexFieldNumber, task.nic_index);
+  w.string_field(F::kNicNamesFieldNumber, task.nic_names);
+  w.signed_field(F::kNumaIndexFieldNumber, task.numa_index);
+  w.signed_field(F::kL3IndexFieldNumber, task.l3_index);
   for (const EnvVar var : task.env)
     write_env(F::kEnvFieldNumber, var, w);
-  w.packed_field(F::kNicIndicesFieldNumber, task.nics);
+  w.packed_field(F::kNicIndicesFieldNumber, task.nic_indices);
 }
 
 }  // namespace

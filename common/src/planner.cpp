@@ -121,15 +121,16 @@ void Planner::build_task_plans() {
     auto holds = [](const Scratch<int>& values, int v) {
       return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
     };
-    plan.numa = gpu && holds(numas, gpu->numa) ? gpu->numa : majority(numas);
-    plan.l3 = gpu && holds(l3s, gpu->l3) ? gpu->l3 : majority(l3s);
+    plan.numa_index = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
+    plan.l3_index = gpu && holds(l3s, gpu->l3_index) ? gpu->l3_index : majority(l3s);
     plan.gpus.reserve(task_gpus_[task].size());
     for (int g : task_gpus_[task]) {
       const StepGpu& step_gpu = step_gpus_[g];
-      const Gpu& node_gpu = topo_.gpus[step_gpu.gpu];
+      const Gpu& node_gpu = topo_.gpus[step_gpu.node_index];
       const int tile = task_tiles_[task];
-      plan.gpus.push_back({g, step_gpu.gpu, tile, device_token(node_gpu, step_gpu.token, tile),
-                           node_gpu.pci_bus_id, node_gpu.vendor});
+      plan.gpus.push_back({g, step_gpu.node_index, tile,
+                           device_token(node_gpu, step_gpu.token, tile), node_gpu.pci_bus_id,
+                           node_gpu.vendor});
     }
   }
 }
@@ -141,8 +142,10 @@ CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
   if (policy.reserve_first_core_per_l3) {
     std::vector<bool> seen(std::max(topology.l3_count, 0), false);
     for (const Core& core : topology.cores) {
-      if (core.l3 < 0 || core.l3 >= static_cast<int>(seen.size()) || seen[core.l3]) continue;
-      seen[core.l3] = true;
+      if (core.l3_index < 0 || core.l3_index >= static_cast<int>(seen.size()) ||
+          seen[core.l3_index])
+        continue;
+      seen[core.l3_index] = true;
       for (int pu : core.pus)
         reserved.set(pu);
     }

@@ -54,11 +54,11 @@ const char* locality_kind_name(LocalityKind kind) {
 int locality_index(const Locality& loc) {
   switch (loc.kind) {
     case LocalityKind::kL3:
-      return loc.l3;
+      return loc.l3_index;
     case LocalityKind::kNuma:
-      return loc.numa;
+      return loc.numa_index;
     case LocalityKind::kPackage:
-      return loc.package;
+      return loc.package_index;
     case LocalityKind::kMachine:
       break;
   }
@@ -82,7 +82,7 @@ CpuSet Topology::all_pus() const {
 CpuSet Topology::l3_pus(int l3) const {
   CpuSet set;
   for (const Core& core : cores) {
-    if (core.l3 != l3) continue;
+    if (core.l3_index != l3) continue;
     for (int pu : core.pus)
       set.set(pu);
   }
@@ -92,7 +92,7 @@ CpuSet Topology::l3_pus(int l3) const {
 CpuSet Topology::numa_pus(int numa) const {
   CpuSet set;
   for (const Core& core : cores) {
-    if (core.numa != numa) continue;
+    if (core.numa_index != numa) continue;
     for (int pu : core.pus)
       set.set(pu);
   }

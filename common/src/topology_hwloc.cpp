@@ -138,9 +138,9 @@ class Loader {
       }
       if (core.pus.empty()) continue;
       hwloc_obj_t l3 = ancestor_of_type(obj, HWLOC_OBJ_L3CACHE);
-      core.l3 = l3 ? static_cast<int>(l3->logical_index) : -1;
-      core.numa = std::max(0, numa_containing(obj->cpuset));
-      core.package = std::max(0, package_containing(obj->cpuset));
+      core.l3_index = l3 ? static_cast<int>(l3->logical_index) : -1;
+      core.numa_index = std::max(0, numa_containing(obj->cpuset));
+      core.package_index = std::max(0, package_containing(obj->cpuset));
       t.cores.push_back(std::move(core));
     }
   }
@@ -170,9 +170,9 @@ class Loader {
       }
     }
     loc.cpus = to_cpuset(smallest->cpuset);
-    loc.l3 = l3_containing(smallest->cpuset);
-    loc.numa = numa_containing(smallest->cpuset);
-    loc.package = package_containing(smallest->cpuset);
+    loc.l3_index = l3_containing(smallest->cpuset);
+    loc.numa_index = numa_containing(smallest->cpuset);
+    loc.package_index = package_containing(smallest->cpuset);
     loc.pci_path = pci_path_of(io);
     return loc;
   }

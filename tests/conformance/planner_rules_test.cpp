@@ -63,13 +63,13 @@ TEST(PlannerRules, SubNumaClusteringPutsEachGpuOnItsNumaNode) {
   LOAD_OR_SKIP(t, "dell-xe8640-h100.xml");
   for (const Gpu& gpu : t.gpus) {
     EXPECT_EQ(gpu.locality.kind, LocalityKind::kNuma) << gpu.pci_bus_id;
-    EXPECT_EQ(gpu.locality.cpus, t.numa_pus(gpu.locality.numa));
+    EXPECT_EQ(gpu.locality.cpus, t.numa_pus(gpu.locality.numa_index));
   }
   for (int n : {4, 8}) {
     for (const TaskPlan& task : plan(t, n).tasks) {
-      const Locality& gpu = t.gpus[task.gpus[0].gpu].locality;
+      const Locality& gpu = t.gpus[task.gpus[0].node_index].locality;
       EXPECT_TRUE(task.cpus.intersects(gpu.cpus)) << n << " tasks, rank " << task.rank;
-      EXPECT_EQ(task.numa, gpu.numa) << n << " tasks, rank " << task.rank;
+      EXPECT_EQ(task.numa_index, gpu.numa_index) << n << " tasks, rank " << task.rank;
     }
   }
 }
@@ -149,7 +149,7 @@ TEST(PlannerRules, OversubscribedTasksShareTheirGpusCores) {
     const int cores = static_cast<int>(t.cores.size());
     const int even = (n + cores - 1) / cores;
     for (const TaskPlan& task : p.tasks) {
-      const CpuSet& local = t.gpus[task.gpus[0].gpu].locality.cpus;
+      const CpuSet& local = t.gpus[task.gpus[0].node_index].locality.cpus;
       if (task.cpus.is_subset_of(local)) continue;
       local.for_each([&](int pu) {
         EXPECT_GE(tasks_on[pu], even) << name << " rank " << task.rank << " left CPU " << pu;
@@ -169,7 +169,7 @@ TEST(PlannerRules, OrderCpuGivesEachTaskTheGpuNearestItsCores) {
     std::vector<bool> given(gpus, false);
     for (const TaskPlan& task : p.tasks) {
       auto local = [&](int g) { return (task.cpus & t.gpus[g].locality.cpus).count(); };
-      const int mine = task.gpus[0].gpu;
+      const int mine = task.gpus[0].node_index;
       for (int g = 0; g < gpus; ++g) {
         if (!given[g]) {
           EXPECT_LE(local(g), local(mine)) << name << " rank " << task.rank;
@@ -195,7 +195,7 @@ TEST(PlannerRules, SpareCoresGoToTasksUnlessThePolicyKeepsThemIdle) {
     for (const TaskPlan& task : plan(t, n, Order::kGpu, domain_only).tasks) {
       CpuSet domains;
       for (const TaskGpu& gpu : task.gpus)
-        domains |= t.gpus[gpu.gpu].locality.cpus;
+        domains |= t.gpus[gpu.node_index].locality.cpus;
       EXPECT_TRUE(task.cpus.is_subset_of(domains)) << name << " rank " << task.rank;
     }
   }
@@ -228,11 +228,11 @@ TEST(PlannerRules, EachGpuGetsTheNicBehindItsOwnSwitch) {
     const Topology t = *dump(name);
     if (t.gpus.empty() || t.nics.empty()) continue;
     for (const TaskPlan& task : plan(t, static_cast<int>(t.gpus.size())).tasks) {
-      const Locality& gpu = t.gpus[task.gpus[0].gpu].locality;
+      const Locality& gpu = t.gpus[task.gpus[0].node_index].locality;
       size_t best = 0;
       for (const Nic& nic : t.nics)
         best = std::max(best, shared_bridges(gpu, nic.locality));
-      EXPECT_EQ(shared_bridges(gpu, t.nics[task.nic].locality), best)
+      EXPECT_EQ(shared_bridges(gpu, t.nics[task.nic_index].locality), best)
           << name << " rank " << task.rank;
     }
   }

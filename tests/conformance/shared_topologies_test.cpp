@@ -147,7 +147,7 @@ TEST(SharedTopologies, AgreesWithPrrteDeviceMapping) {
     const TaskPlan& task = plan->tasks.at(std::stoi(m[1]));
     const int core = std::stoi(m[2]);
     EXPECT_EQ(task.cpus, CpuSet::of({t.cores.at(core).pus[0]})) << line;
-    EXPECT_EQ(t.gpus.at(task.gpus.at(0).gpu).os_name, m[3].str()) << line;
+    EXPECT_EQ(t.gpus.at(task.gpus.at(0).node_index).os_name, m[3].str()) << line;
     ++checked;
   }
   EXPECT_EQ(checked, 4);

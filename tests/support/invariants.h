@@ -43,10 +43,10 @@ inline ::testing::AssertionResult no_core_shared(const Topology& t, const Plan& 
 inline std::string fingerprint(const Plan& plan) {
   std::ostringstream out;
   for (const TaskPlan& task : plan.tasks) {
-    out << task.rank << " " << task.cpus.to_list() << " nic=" << task.nic << " numa=" << task.numa
-        << " l3=" << task.l3 << " gpus=";
+    out << task.rank << " " << task.cpus.to_list() << " nic=" << task.nic_index
+        << " numa=" << task.numa_index << " l3=" << task.l3_index << " gpus=";
     for (const TaskGpu& gpu : task.gpus)
-      out << gpu.gpu << "/" << gpu.token << ",";
+      out << gpu.node_index << "/" << gpu.token << ",";
     for (const EnvVar var : task.env)
       out << " " << var.name << "=" << var.value;
     out << "\n";
@@ -97,7 +97,7 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
   };
   if (request.gpus) {
     for (const StepGpu& g : *request.gpus)
-      tokens[g.token] = g.gpu;
+      tokens[g.token] = g.node_index;
   } else {
     std::map<Vendor, int> per_vendor;
     for (const Gpu& g : t.gpus)
@@ -119,46 +119,48 @@ inline ::testing::AssertionResult plan_invariants(const Topology& t, const SiteP
     one_gpu_each = one_gpu_each && task.gpus.size() == 1;
     for (const TaskGpu& gpu : task.gpus) {
       std::string base =
-          gpu.token.substr(0, gpu.tile >= 0 ? gpu.token.rfind('.') : std::string::npos);
+          gpu.token.substr(0, gpu.tile_index >= 0 ? gpu.token.rfind('.') : std::string::npos);
       // Tiled cards under Level Zero's FLAT hierarchy: tile t of card c is device c*T+t, and
       // a whole card lists its T tiles.
-      const int tiles = t.gpus[gpu.gpu].tiles;
+      const int tiles = t.gpus[gpu.node_index].tiles;
       const bool flat_numbers =
           !gpu.token.empty() && gpu.token.find_first_not_of("0123456789,") == std::string::npos;
       if (tiles > 1 && request.ze_hierarchy == ZeHierarchy::kFlat && flat_numbers) {
         const int first = std::stoi(gpu.token.substr(0, gpu.token.find(',')));
         const int card = first / tiles;
         std::string expected;
-        if (gpu.tile >= 0) {
-          expected = std::to_string(card * tiles + gpu.tile);
+        if (gpu.tile_index >= 0) {
+          expected = std::to_string(card * tiles + gpu.tile_index);
         } else {
           for (int t = 0; t < tiles; ++t)
             expected += (t ? "," : "") + std::to_string(card * tiles + t);
         }
-        if (gpu.token != expected || (gpu.tile >= 0 && first % tiles != gpu.tile)) {
+        if (gpu.token != expected || (gpu.tile_index >= 0 && first % tiles != gpu.tile_index)) {
           return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token
                                                << " is not a FLAT device of one card";
         }
         base = std::to_string(card);
       }
-      auto it = tokens.find(token_key(base, t.gpus[gpu.gpu].vendor));
-      if (it == tokens.end() || it->second != gpu.gpu) {
-        return ::testing::AssertionFailure() << "rank " << task.rank << " token " << gpu.token
-                                             << " is not the step's token for GPU " << gpu.gpu;
+      auto it = tokens.find(token_key(base, t.gpus[gpu.node_index].vendor));
+      if (it == tokens.end() || it->second != gpu.node_index) {
+        return ::testing::AssertionFailure()
+               << "rank " << task.rank << " token " << gpu.token
+               << " is not the step's token for GPU " << gpu.node_index;
       }
-      ++tasks_per_gpu[gpu.gpu];
+      ++tasks_per_gpu[gpu.node_index];
     }
-    if (task.nic >= static_cast<int>(t.nics.size()) || (task.nic < 0 && !t.nics.empty())) {
-      return ::testing::AssertionFailure() << "rank " << task.rank << " NIC " << task.nic;
+    if (task.nic_index >= static_cast<int>(t.nics.size()) ||
+        (task.nic_index < 0 && !t.nics.empty())) {
+      return ::testing::AssertionFailure() << "rank " << task.rank << " NIC " << task.nic_index;
     }
-    if (!task.gpus.empty() && task.nic >= 0) {
-      const CpuSet& gpu_domain = t.gpus[task.gpus[0].gpu].locality.cpus;
+    if (!task.gpus.empty() && task.nic_index >= 0) {
+      const CpuSet& gpu_domain = t.gpus[task.gpus[0].node_index].locality.cpus;
       bool any_local = false;
       for (const Nic& nic : t.nics)
         any_local |= nic.locality.cpus.intersects(gpu_domain);
-      if (any_local && !t.nics[task.nic].locality.cpus.intersects(gpu_domain)) {
+      if (any_local && !t.nics[task.nic_index].locality.cpus.intersects(gpu_domain)) {
         return ::testing::AssertionFailure()
-               << "rank " << task.rank << " got remote NIC " << t.nics[task.nic].name
+               << "rank " << task.rank << " got remote NIC " << t.nics[task.nic_index].name
                << " though a local one exists";
       }
     }

@@ -42,7 +42,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   if (sent.gpus) {
     ASSERT_EQ(back.gpus->size(), sent.gpus->size());
     for (size_t i = 0; i < sent.gpus->size(); ++i) {
-      EXPECT_EQ((*back.gpus)[i].gpu, (*sent.gpus)[i].gpu);
+      EXPECT_EQ((*back.gpus)[i].node_index, (*sent.gpus)[i].node_index);
       EXPECT_EQ((*back.gpus)[i].token, (*sent.gpus)[i].token);
       EXPECT_EQ((*back.gpus)[i].pci, (*sent.gpus)[i].pci);
     }

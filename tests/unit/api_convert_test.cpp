@@ -43,7 +43,7 @@ TEST(ApiConvert, PlanRoundTripsExactly) {
   const Plan back = api::plan_from_proto(proto);
   EXPECT_EQ(testing::fingerprint(back), testing::fingerprint(*plan));
   EXPECT_EQ(plan_to_json(back), plan_to_json(*plan));
-  EXPECT_EQ(back.tasks[1].gpus[0].tile, 1);
+  EXPECT_EQ(back.tasks[1].gpus[0].tile_index, 1);
 }
 
 // The daemon writes its answers straight from the plan: libprotobuf's very bytes (every field is

@@ -97,7 +97,7 @@ TEST(PlanSvg, GpusAndNicsSitInTheirL3AndShowTheirTasks) {
   ASSERT_EQ(gpus.size(), node.gpus.size());
   for (const Drawn& gpu : gpus) {
     // The GPU's chip is drawn inside the box of the L3 its locality names.
-    const int l3 = node.gpus[gpu.index].locality.l3;
+    const int l3 = node.gpus[gpu.index].locality.l3_index;
     const Drawn* box = nullptr;
     for (const Drawn& candidate : l3s) {
       if (candidate.offset < gpu.offset) box = &candidate;
@@ -112,7 +112,7 @@ TEST(PlanSvg, GpusAndNicsSitInTheirL3AndShowTheirTasks) {
   for (const Drawn& nic : nics) {
     std::set<int> users;
     for (const TaskPlan& task : plan.tasks) {
-      if (task.nic == nic.index) users.insert(task.rank);
+      if (task.nic_index == nic.index) users.insert(task.rank);
     }
     EXPECT_EQ(numbers(nic.tasks), users);
     EXPECT_EQ(users.size(), 2u);

@@ -48,7 +48,7 @@ std::set<int> l3s_of(const Topology& t, const CpuSet& cpus) {
   std::set<int> l3s;
   for (const Core& core : t.cores) {
     for (int pu : core.pus) {
-      if (cpus.test(pu)) l3s.insert(core.l3);
+      if (cpus.test(pu)) l3s.insert(core.l3_index);
     }
   }
   return l3s;
@@ -66,13 +66,13 @@ TEST(PlannerLumi, EightRanksMatchTheSitePublishedMasks) {
     const TaskPlan& task = plan.tasks[r];
     EXPECT_EQ(task.cpus.to_mask(), masks[r]) << "rank " << r;
     ASSERT_EQ(task.gpus.size(), 1u);
-    EXPECT_EQ(task.gpus[0].gpu, r) << "rank i -> GCD i";
+    EXPECT_EQ(task.gpus[0].node_index, r) << "rank i -> GCD i";
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), std::to_string(r));
     EXPECT_EQ(task.ncores, 7);
   }
   EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-55");
-  EXPECT_EQ(plan.tasks[0].numa, 3);
-  EXPECT_EQ(plan.tasks[0].l3, 6);
+  EXPECT_EQ(plan.tasks[0].numa_index, 3);
+  EXPECT_EQ(plan.tasks[0].l3_index, 6);
   EXPECT_TRUE(plan.warnings.empty());
 }
 
@@ -80,8 +80,8 @@ TEST(PlannerLumi, NicIsThePairsSlingshotNic) {
   const Topology& t = fixture("lumi-g");
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
   for (int r = 0; r < 8; ++r) {
-    ASSERT_GE(plan.tasks[r].nic, 0);
-    EXPECT_EQ(t.nics[plan.tasks[r].nic].name, "hsn" + std::to_string(r / 2)) << "rank " << r;
+    ASSERT_GE(plan.tasks[r].nic_index, 0);
+    EXPECT_EQ(t.nics[plan.tasks[r].nic_index].name, "hsn" + std::to_string(r / 2)) << "rank " << r;
     // NCCL's bootstrap interface is not a per-task choice on Slingshot.
     EXPECT_EQ(env_of(plan.tasks[r], "NCCL_SOCKET_IFNAME"), "<unset>");
     EXPECT_EQ(env_of(plan.tasks[r], "MPICH_OFI_NIC_POLICY"), "USER");
@@ -116,8 +116,8 @@ TEST(PlannerLumi, NicMappingCountsTheNicsMpichFinds) {
   for (size_t i = 0; i < t.nics.size(); ++i)
     t.nics[i].index = static_cast<int>(i);
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(8));
-  EXPECT_EQ(t.nics[plan.tasks[7].nic].name, "hsn3");
-  EXPECT_EQ(t.nics[plan.tasks[5].nic].name, "hsn2");
+  EXPECT_EQ(t.nics[plan.tasks[7].nic_index].name, "hsn3");
+  EXPECT_EQ(t.nics[plan.tasks[5].nic_index].name, "hsn2");
   // hsn0/cxi0 is 0, hsn2/cxi2 is 1, hsn3/cxi3 is 2; GCDs 2 and 3 lost their NIC and divide the
   // three equally near ones in GPU order.
   EXPECT_EQ(env_of(plan.tasks[0], "MPICH_OFI_NIC_MAPPING"), "0:0-2; 1:3-5; 2:6-7");
@@ -141,7 +141,7 @@ TEST(PlannerLumi, ConsecutiveRanksShareAGpuAndSplitItsCcd) {
   const Plan plan = plan_or_fail(t, lumi_policy(), tasks(16));
   for (int r = 0; r < 16; ++r) {
     ASSERT_EQ(plan.tasks[r].gpus.size(), 1u);
-    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2) << "rank " << r;
+    EXPECT_EQ(plan.tasks[r].gpus[0].node_index, r / 2) << "rank " << r;
     EXPECT_TRUE(plan.tasks[r].cpus.is_subset_of(t.gpus[r / 2].locality.cpus)) << "rank " << r;
   }
   EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-52");
@@ -180,7 +180,7 @@ TEST(PlannerLumi, OrderCpuFollowsCoresAndPicksTheLocalGpu) {
     EXPECT_EQ(plan.tasks[r].cpus.to_list(),
               std::to_string(8 * r + 1) + "-" + std::to_string(8 * r + 7));
     ASSERT_EQ(plan.tasks[r].gpus.size(), 1u);
-    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, gcd_of_ccd[r]) << "rank " << r;
+    EXPECT_EQ(plan.tasks[r].gpus[0].node_index, gcd_of_ccd[r]) << "rank " << r;
   }
 }
 
@@ -191,8 +191,8 @@ TEST(PlannerLumi, FewerTasksThanGpusGetGpusThatSitTogether) {
     const TaskPlan& task = plan.tasks[r];
     ASSERT_EQ(task.gpus.size(), 2u);
     // One MI250X = GCDs 2r and 2r+1, both in the same NUMA node.
-    EXPECT_EQ(task.gpus[0].gpu, 2 * r);
-    EXPECT_EQ(task.gpus[1].gpu, 2 * r + 1);
+    EXPECT_EQ(task.gpus[0].node_index, 2 * r);
+    EXPECT_EQ(task.gpus[1].node_index, 2 * r + 1);
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"),
               std::to_string(2 * r) + "," + std::to_string(2 * r + 1));
     // Cores from both GCDs' CCDs: 14 usable cores.
@@ -211,11 +211,11 @@ TEST(PlannerLumi, ThreeTasksOnEightGpusStayClose) {
   std::set<int> seen;
   for (const TaskPlan& task : plan.tasks) {
     for (const TaskGpu& gpu : task.gpus)
-      EXPECT_TRUE(seen.insert(gpu.gpu).second) << gpu.gpu;
+      EXPECT_TRUE(seen.insert(gpu.node_index).second) << gpu.node_index;
   }
   // The task with two GPUs gets one whole MI250X.
-  EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].gpu].locality.numa,
-            t.gpus[plan.tasks[2].gpus[1].gpu].locality.numa);
+  EXPECT_EQ(t.gpus[plan.tasks[2].gpus[0].node_index].locality.numa_index,
+            t.gpus[plan.tasks[2].gpus[1].node_index].locality.numa_index);
 }
 
 TEST(PlannerLumi, MultiGpuTasksTakeTheNearestGpusNotTheNextInStepOrder) {
@@ -237,7 +237,7 @@ TEST(PlannerLumi, AGpuNamedByItsBusIdIsThatGpuWhateverItsIndexSays) {
     PlanRequest request = tasks(1);
     request.gpus = std::vector<StepGpu>{{0, "7", written}};
     const Plan plan = plan_or_fail(t, lumi_policy(), request);
-    EXPECT_EQ(plan.tasks[0].gpus[0].gpu, 5) << written;
+    EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 5) << written;
     EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "7") << written;
   }
   PlanRequest unknown = tasks(1);
@@ -255,7 +255,7 @@ TEST(PlannerLumi, StepGpuSubsetAndTokensAreRespected) {
   // As in a step where Slurm's cgroup renumbered the two GPUs it gave.
   request.gpus = std::vector<StepGpu>{{2, "0"}, {3, "1"}};
   const Plan plan = plan_or_fail(t, lumi_policy(), request);
-  EXPECT_EQ(plan.tasks[0].gpus[0].gpu, 2);
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 2);
   EXPECT_EQ(plan.tasks[0].gpus[0].step_index, 0);
   EXPECT_EQ(env_of(plan.tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "1");
@@ -392,7 +392,7 @@ TEST(PlannerLumi, TasksPerGpu) {
   request.tasks_per_gpu = 2;
   const Plan plan = plan_or_fail(t, lumi_policy(), request);
   for (int r = 0; r < 8; ++r)
-    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r / 2);
+    EXPECT_EQ(plan.tasks[r].gpus[0].node_index, r / 2);
   request.tasks_per_gpu = 1;
   request.ntasks = 10;
   const Plan over = plan_or_fail(t, lumi_policy(), request);
@@ -506,7 +506,7 @@ TEST(PlannerAurora, TasksSharingAGpuGetTilesInZeAffinityMask) {
     EXPECT_EQ(env_of(plan.tasks[r], "ZE_AFFINITY_MASK"),
               std::to_string(r / 2) + "." + std::to_string(r % 2))
         << "rank " << r;
-    EXPECT_EQ(plan.tasks[r].gpus[0].tile, r % 2);
+    EXPECT_EQ(plan.tasks[r].gpus[0].tile_index, r % 2);
   }
   EXPECT_FALSE(plan.tasks[0].cpus.test(0));
   EXPECT_TRUE(testing::no_core_shared(t, plan));
@@ -523,7 +523,7 @@ TEST(PlannerAurora, FlatHierarchyNamesTilesAsDevices) {
   const Plan tiles = plan_or_fail(t, SitePolicy(), tasks(12));
   for (int r = 0; r < 12; ++r) {
     EXPECT_EQ(env_of(tiles.tasks[r], "ZE_AFFINITY_MASK"), std::to_string(r)) << "rank " << r;
-    EXPECT_EQ(tiles.tasks[r].gpus[0].tile, r % 2);
+    EXPECT_EQ(tiles.tasks[r].gpus[0].tile_index, r % 2);
   }
   const Plan cards = plan_or_fail(t, SitePolicy(), tasks(6));
   EXPECT_EQ(env_of(cards.tasks[4], "ZE_AFFINITY_MASK"), "8,9");
@@ -578,7 +578,7 @@ TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(6));
   std::vector<std::string> nics;
   for (const TaskPlan& task : plan.tasks)
-    nics.push_back(t.nics[task.nic].name);
+    nics.push_back(t.nics[task.nic_index].name);
   EXPECT_EQ(nics, (std::vector<std::string>{"hsn0", "hsn1", "hsn2", "hsn4", "hsn5", "hsn6"}));
 }
 
@@ -589,7 +589,7 @@ TEST(PlannerDgx, NvidiaEnvAndInfinibandNicBehindTheSameSwitch) {
     const TaskPlan& task = plan.tasks[r];
     EXPECT_EQ(env_of(task, "CUDA_VISIBLE_DEVICES"), std::to_string(r));
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
-    EXPECT_EQ(t.nics[task.nic].name, "mlx5_" + std::to_string(r)) << "rank " << r;
+    EXPECT_EQ(t.nics[task.nic_index].name, "mlx5_" + std::to_string(r)) << "rank " << r;
     // NCCL picks each GPU's HCA itself and needs the same NCCL_IB_HCA in every rank.
     EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "<unset>");
     EXPECT_EQ(env_of(task, "UCX_NET_DEVICES"), "mlx5_" + std::to_string(r) + ":1");
@@ -607,16 +607,16 @@ TEST(PlannerDgx, OneTaskWithAllGpusGetsEveryGpusNicAndThreadsPerGpu) {
   const Topology& t = fixture("dgx-h100");
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(1));
   const TaskPlan& task = plan.tasks[0];
-  EXPECT_EQ(task.nics.size(), 8u);
-  EXPECT_EQ(task.nic_name, "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
-  EXPECT_EQ(env_of(task, "GPUBIND_NIC"), task.nic_name);
+  EXPECT_EQ(task.nic_indices.size(), 8u);
+  EXPECT_EQ(task.nic_names, "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+  EXPECT_EQ(env_of(task, "GPUBIND_NIC"), task.nic_names);
   EXPECT_EQ(env_of(task, "UCX_NET_DEVICES"),
             "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1");
   EXPECT_EQ(env_of(task, "NCCL_IB_HCA"), "<unset>");
   EXPECT_EQ(env_of(task, "OMP_NUM_THREADS"), std::to_string(task.cpus.count() / 8));
   // Two GPUs per task: both their HCAs, half the CPUs each.
   const Plan pairs = plan_or_fail(t, SitePolicy(), tasks(4));
-  EXPECT_EQ(pairs.tasks[1].nic_name, "mlx5_2,mlx5_3");
+  EXPECT_EQ(pairs.tasks[1].nic_names, "mlx5_2,mlx5_3");
   EXPECT_EQ(env_of(pairs.tasks[1], "UCX_NET_DEVICES"), "mlx5_2:1,mlx5_3:1");
   EXPECT_EQ(env_of(pairs.tasks[1], "OMP_NUM_THREADS"),
             std::to_string(pairs.tasks[1].cpus.count() / 2));
@@ -636,7 +636,7 @@ TEST(PlannerDgx, MigInstancesAreHandedOutAsTokens) {
   const Plan plan = plan_or_fail(t, SitePolicy(), request);
   EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), "MIG-aaaa");
   EXPECT_EQ(env_of(plan.tasks[1], "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
-  EXPECT_EQ(plan.tasks[1].gpus[0].gpu, -1);
+  EXPECT_EQ(plan.tasks[1].gpus[0].node_index, -1);
   EXPECT_EQ(env_of(plan.tasks[1], "GPUBIND_GPU_PCI"), "<unset>");
   request.ntasks = 1;
   EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), request).tasks[0], "GPUBIND_GPU_PCI"), "<unset>");
@@ -675,29 +675,29 @@ TEST(PlannerMi300a, PartitionsOfOneApuSplitItsL3s) {
   const Topology& t = fixture("mi300a-tpx");
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(12));
   for (int r = 0; r < 12; ++r) {
-    EXPECT_EQ(plan.tasks[r].gpus[0].gpu, r);
+    EXPECT_EQ(plan.tasks[r].gpus[0].node_index, r);
     EXPECT_EQ(l3s_of(t, plan.tasks[r].cpus), std::set<int>{r}) << "rank " << r;
-    EXPECT_EQ(t.nics[plan.tasks[r].nic].name, "hsn" + std::to_string(r / 3));
+    EXPECT_EQ(t.nics[plan.tasks[r].nic_index].name, "hsn" + std::to_string(r / 3));
   }
 }
 
 TEST(PlannerA100, PolicyGpuOrderChangesNumberingNotLocality) {
   Topology t = fixture("a100-pcionly");
   const Plan pci_order = plan_or_fail(t, SitePolicy(), tasks(4));
-  EXPECT_EQ(pci_order.tasks[0].numa, 3) << "GPU 0 (bus 03) sits on NUMA 3";
+  EXPECT_EQ(pci_order.tasks[0].numa_index, 3) << "GPU 0 (bus 03) sits on NUMA 3";
   ASSERT_TRUE(apply_gpu_order(t, {"3", "2", "1", "0"}));
   const Plan reordered = plan_or_fail(t, SitePolicy(), tasks(4));
   for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(reordered.tasks[r].numa, r);
+    EXPECT_EQ(reordered.tasks[r].numa_index, r);
     EXPECT_EQ(env_of(reordered.tasks[r], "CUDA_VISIBLE_DEVICES"), std::to_string(r));
-    EXPECT_EQ(t.nics[reordered.tasks[r].nic].locality.numa, r);
+    EXPECT_EQ(t.nics[reordered.tasks[r].nic_index].locality.numa_index, r);
   }
 }
 
 TEST(PlannerWorkstation, NoNicMeansNoNicEnv) {
   const Topology& t = fixture("workstation-mixed");
   const Plan plan = plan_or_fail(t, SitePolicy(), tasks(2));
-  EXPECT_EQ(plan.tasks[0].nic, -1);
+  EXPECT_EQ(plan.tasks[0].nic_index, -1);
   EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
   // ROCm counts AMD GPUs only: the node's second GPU is its first.
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "0") << "per-vendor numbering";
@@ -714,10 +714,10 @@ TEST(PlannerNoGpus, CpuOnlyStepsPlanByCoresWithoutGpuEnv) {
     EXPECT_TRUE(task.gpus.empty());
     EXPECT_EQ(task.ncores, 14);
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
-    EXPECT_GE(task.nic, 0) << "NIC nearest the task's cores";
+    EXPECT_GE(task.nic_index, 0) << "NIC nearest the task's cores";
   }
   EXPECT_EQ(plan.tasks[0].cpus.to_list(), "1-7,9-15");
-  EXPECT_EQ(t.nics[plan.tasks[0].nic].name, "hsn2") << "hsn2 sits on CCD 1, NUMA 0";
+  EXPECT_EQ(t.nics[plan.tasks[0].nic_index].name, "hsn2") << "hsn2 sits on CCD 1, NUMA 0";
 }
 
 // --- Environment --------------------------------------------------------------------------------
@@ -881,7 +881,7 @@ TEST(PlannerSpareCores, TasksShareTheCoresNoGpuIsNear) {
   request.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};
   const Plan plan = plan_or_fail(t, SitePolicy(), request);
   EXPECT_EQ(cores_per_task(plan), (std::vector<int>{256, 256}));
-  EXPECT_EQ(plan.tasks[0].numa, 0) << "memory stays on the GPU's NUMA node";
+  EXPECT_EQ(plan.tasks[0].numa_index, 0) << "memory stays on the GPU's NUMA node";
   EXPECT_TRUE(t.gpus[0].locality.cpus.is_subset_of(plan.tasks[0].cpus));
   SitePolicy domain_only;
   domain_only.gpu_domain_only = true;
@@ -899,7 +899,8 @@ TEST(PlannerGpus, TasksTakeGpusOfOneDomainWhereTheCountsAllow) {
   int spanning = 0;
   for (const TaskPlan& task : plan.tasks) {
     ASSERT_EQ(task.gpus.size(), 2u);
-    spanning += t.gpus[task.gpus[0].gpu].locality.numa != t.gpus[task.gpus[1].gpu].locality.numa;
+    spanning += t.gpus[task.gpus[0].node_index].locality.numa_index !=
+                t.gpus[task.gpus[1].node_index].locality.numa_index;
     EXPECT_EQ(task.ncores, 16) << "cores follow GPUs";
   }
   EXPECT_EQ(spanning, 2) << "12 GPUs in fours of three: only two tasks need two domains";
@@ -914,14 +915,14 @@ TEST(PlannerNics, EquallyNearNicsAreDividedByGpu) {
   for (int g = 0; g < 4; ++g) {
     PlanRequest request = tasks(1);
     request.gpus = std::vector<StepGpu>{{g, "0"}};
-    nic_of_gpu.push_back(plan_or_fail(t, SitePolicy(), request).tasks[0].nic_name);
+    nic_of_gpu.push_back(plan_or_fail(t, SitePolicy(), request).tasks[0].nic_names);
   }
   EXPECT_EQ(nic_of_gpu, (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1"}));
   PlanRequest pairs = tasks(2);
   pairs.gpus_per_task = 2;
   const Plan plan = plan_or_fail(t, SitePolicy(), pairs);
-  EXPECT_EQ(plan.tasks[0].nic_name, "mlx5_0,mlx5_1") << "both NICs, one per GPU";
-  EXPECT_EQ(plan.tasks[1].nic_name, "mlx5_1,mlx5_0") << "leading with the other";
+  EXPECT_EQ(plan.tasks[0].nic_names, "mlx5_0,mlx5_1") << "both NICs, one per GPU";
+  EXPECT_EQ(plan.tasks[1].nic_names, "mlx5_1,mlx5_0") << "leading with the other";
 }
 
 }  // namespace

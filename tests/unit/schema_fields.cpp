@@ -216,6 +216,28 @@ void compare(const Message& sent, const Message& got, const std::string& path,
   }
 }
 
+void find_unset(const Message& message, const std::string& path, std::span<const Omission> omitted,
+                Lost& lost) {
+  const Reflection& r = *message.GetReflection();
+  const Descriptor* type = message.GetDescriptor();
+  std::vector<const FieldDescriptor*> set;
+  r.ListFields(message, &set);  // the fields not at their default (proto3), or present
+  for (int i = 0; i < type->field_count(); ++i) {
+    const FieldDescriptor* field = type->field(i);
+    if (is_omitted(field, omitted)) continue;
+    const std::string where = path + std::string(field->name());
+    if (std::find(set.begin(), set.end(), field) == set.end()) {
+      lost.add(field, where, "holds its default");
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && field->is_repeated()) {
+      for (int e = 0; e < r.FieldSize(message, field); ++e)
+        find_unset(r.GetRepeatedMessage(message, field, e), where + "[" + std::to_string(e) + "].",
+                   omitted, lost);
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      find_unset(r.GetMessage(message, field), where + ".", omitted, lost);
+    }
+  }
+}
+
 std::string_view json_key(const FieldDescriptor* field, std::span<const JsonKey> renamed) {
   for (const JsonKey& k : renamed)
     if (k.field == field->full_name()) return k.key;
@@ -282,6 +304,12 @@ std::vector<LostField> fields_lost_in_json(const Message& sent, const output::Js
                                            std::span<const JsonKey> renamed) {
   Lost lost;
   compare_json(sent, json, "", omitted, renamed, lost);
+  return lost.take();
+}
+
+std::vector<LostField> fields_unset(const Message& message, std::span<const Omission> omitted) {
+  Lost lost;
+  find_unset(message, "", omitted, lost);
   return lost.take();
 }
 

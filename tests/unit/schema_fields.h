@@ -40,6 +40,12 @@ std::vector<LostField> fields_lost(const google::protobuf::Message& sent,
                                    const google::protobuf::Message& received,
                                    std::span<const Omission> omitted);
 
+// Every field of `message` (recursively) that holds its default value, the omitted ones aside: for
+// a message made by code that sets each field from its own state rather than from another
+// message (the daemon's status), which must then be made to hold no default.
+std::vector<LostField> fields_unset(const google::protobuf::Message& message,
+                                    std::span<const Omission> omitted);
+
 // A field JSON output holds under another key.
 struct JsonKey {
   std::string_view field;

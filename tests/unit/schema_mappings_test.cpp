@@ -14,10 +14,18 @@
 #include <vector>
 
 #include "gpubind/api/convert.h"
+#include "gpubind/api/status_convert.h"
 #include "gpubind/output/json.h"
 #include "gpubind/output/plan_format.h"
 #include "gpubind/protocol/client.h"
 #include "schema_fields.h"
+
+#ifndef GPUBIND_SCHEMA_PROBE
+#include <unistd.h>
+
+#include "gpubind/daemon/binder_service.h"
+#include "gpubind/daemon/daemon_state.h"
+#endif
 
 namespace gpubind {
 namespace {
@@ -160,7 +168,7 @@ Topology node_of_many_gpus() {
     Gpu gpu;
     gpu.index = i;
     gpu.locality.kind = LocalityKind::kL3;
-    gpu.locality.l3 = 100 + i;
+    gpu.locality.l3_index = 100 + i;
     node.gpus.push_back(gpu);
   }
   return node;
@@ -381,6 +389,73 @@ TEST(SchemaMappings, TopologyJsonCarriesEveryField) {
               probe_fields({"GetTopologyResponse", "Gpu", "Nic", "Locality"}));
 }
 
+// ---- GetStatusResponse -------------------------------------------------------------------------
+
+// The client's status as it holds it, back as the answer it was read from.
+v1::GetStatusResponse as_response(const client::DaemonStatus& status) {
+  v1::GetStatusResponse response;
+  response.set_version(status.version);
+  response.set_uptime_s(status.uptime_s);
+  response.set_policy_source(status.policy_source);
+  response.set_policy_generation(status.policy_generation);
+  response.set_topology_source(status.topology_source);
+  response.set_topology_generation(status.topology_generation);
+  response.set_requests(status.requests);
+  response.set_errors(status.errors);
+  response.set_cache_hits(status.cache_hits);
+  response.set_p50_us(status.p50_us);
+  response.set_p99_us(status.p99_us);
+  response.set_rss_bytes(status.rss_bytes);
+  response.set_last_reload_error(status.last_reload_error);
+  response.set_socket_activated(status.socket_activated);
+  response.set_cpu_s(status.cpu_s);
+  response.set_pid(static_cast<uint32_t>(status.pid));
+  return response;
+}
+
+// api: status_from_proto (BinderClient::status, so gpubindctl status and the tests' clients).
+TEST(SchemaMappings, ClientStatusCarriesEveryField) {
+  v1::GetStatusResponse sent;
+  fill_every_field(sent);
+  expect_lost(fields_lost(sent, as_response(api::status_from_proto(sent)), {}),
+              probe_fields({"GetStatusResponse"}));
+}
+
+#ifndef GPUBIND_SCHEMA_PROBE
+// The daemon's side, BinderService::GetStatus, writes each field from its own state and counters:
+// a daemon that has planned, answered from its cache, refused a request and a reload, and was
+// socket activated holds no field at its default, unless GetStatus forgets it. Not in the probe
+// build: the service needs the real schema's gRPC stubs.
+TEST(SchemaMappings, DaemonStatusSetsEveryField) {
+  const std::string fixtures = GPUBIND_FIXTURES;
+  auto state = daemon::load_state({fixtures + "/lumi-g.policy", fixtures + "/lumi-g.xml"}, nullptr);
+  ASSERT_TRUE(state) << state.error().message;
+  daemon::BinderService service(*state, /*socket_activated=*/true);
+  v1::PlanRequest planned, refused;
+  planned.set_ntasks(8);
+  refused.set_ntasks(0);
+  for (const v1::PlanRequest* request : {&planned, &planned, &refused}) {
+    auto keyed = service.receive(request->SerializeAsString());
+    ASSERT_TRUE(keyed) << keyed.error().message;
+    EXPECT_EQ(service.answer(*keyed).ok(), request == &planned);
+  }
+  service.set_reload_error("the policy's line 3 is wrong");
+
+  v1::GetStatusResponse status;
+  ASSERT_TRUE(service.GetStatus(nullptr, nullptr, &status).ok());
+  expect_lost(testing::fields_unset(status, {}), {});
+  EXPECT_EQ(status.policy_source(), fixtures + "/lumi-g.policy");
+  EXPECT_EQ(status.topology_source(), fixtures + "/lumi-g.xml");
+  EXPECT_EQ(status.policy_generation(), 1u);
+  EXPECT_EQ(status.topology_generation(), 1u);
+  EXPECT_EQ(status.requests(), 2u);
+  EXPECT_EQ(status.errors(), 1u);
+  EXPECT_EQ(status.cache_hits(), 1u);
+  EXPECT_EQ(status.last_reload_error(), "the policy's line 3 is wrong");
+  EXPECT_EQ(status.pid(), static_cast<uint32_t>(getpid()));
+}
+#endif
+
 // ---- The walk itself ---------------------------------------------------------------------------
 
 // Every field of `type` and of the message types inside it, by full name, sorted.
@@ -425,8 +500,9 @@ TEST(SchemaFields, EveryFieldLostIsNamed) {
   v1::PlanRequest request;
   v1::PlanResponse answer;
   v1::GetTopologyResponse topology;
+  v1::GetStatusResponse status;
   for (google::protobuf::Message* message :
-       std::initializer_list<google::protobuf::Message*>{&request, &answer, &topology}) {
+       std::initializer_list<google::protobuf::Message*>{&request, &answer, &topology, &status}) {
     fill_every_field(*message);
     EXPECT_TRUE(fields_lost(*message, *message, {}).empty());
     const std::vector<std::string> fields = every_field(message->GetDescriptor());
@@ -444,6 +520,19 @@ TEST(SchemaFields, EveryFieldLostIsNamed) {
   EXPECT_TRUE(answer.tasks(0).env(0).only_if_unset());
   EXPECT_FALSE(answer.tasks(0).env(1).only_if_unset()) << "the second element's bools are false";
   EXPECT_NE(answer.tasks(0).rank(), answer.tasks(1).rank());
+}
+
+// A flat message filled in full holds no default; each field cleared is named, alone.
+TEST(SchemaFields, EveryFieldAtItsDefaultIsNamed) {
+  v1::GetStatusResponse status;
+  fill_every_field(status);
+  EXPECT_EQ(testing::names_of(testing::fields_unset(status, {})), std::vector<std::string>{});
+  for (const std::string& name : every_field(status.GetDescriptor())) {
+    v1::GetStatusResponse copy = status;
+    clear_everywhere(copy,
+                     google::protobuf::DescriptorPool::generated_pool()->FindFieldByName(name));
+    EXPECT_EQ(testing::names_of(testing::fields_unset(copy, {})), std::vector<std::string>{name});
+  }
 }
 
 TEST(SchemaFields, JsonWithoutAKeyOrWithAnotherValueLosesTheField) {

@@ -30,6 +30,7 @@ add_executable(gpubind_schema_probe_tests
   unit/schema_mappings_test.cpp
   ${CMAKE_SOURCE_DIR}/api/src/convert.cpp
   ${CMAKE_SOURCE_DIR}/api/src/plan_bytes.cpp
+  ${CMAKE_SOURCE_DIR}/api/src/status_convert.cpp
   ${CMAKE_SOURCE_DIR}/protocol/src/plan_codec.cpp
   ${_probe_gen}/binder.pb.cc
   ${_probe_gen}/binder.npb.c)

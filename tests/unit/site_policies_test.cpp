@@ -44,8 +44,8 @@ TEST(SitePolicies, LumiG) {
 TEST(SitePolicies, FrontierFollowsCoreOrder) {
   const Plan p = plan(site("frontier", "lumi-g"), 8);
   EXPECT_EQ(p.tasks[0].cpus.to_list(), "1-7");
-  EXPECT_EQ(p.tasks[0].gpus[0].gpu, 4);
-  EXPECT_EQ(p.tasks[6].gpus[0].gpu, 0);
+  EXPECT_EQ(p.tasks[0].gpus[0].node_index, 4);
+  EXPECT_EQ(p.tasks[6].gpus[0].node_index, 0);
 }
 
 TEST(SitePolicies, AuroraKeepsCores0And52AndGivesTiles) {
@@ -62,7 +62,7 @@ TEST(SitePolicies, AuroraKeepsCores0And52AndGivesTiles) {
 TEST(SitePolicies, PerlmutterRankZeroSitsOnNumaThree) {
   const Plan p = plan(site("perlmutter", "a100-pcionly"), 4);
   for (int r = 0; r < 4; ++r)
-    EXPECT_EQ(p.tasks[r].numa, 3 - r);
+    EXPECT_EQ(p.tasks[r].numa_index, 3 - r);
 }
 
 TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
@@ -71,7 +71,7 @@ TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
   for (int ntasks : {1, 4, 8}) {
     const Plan p = plan(node, ntasks);
     for (const TaskPlan& task : p.tasks) {
-      const Nic& nic = node.topology.nics[task.nic];
+      const Nic& nic = node.topology.nics[task.nic_index];
       if (ntasks == 8) {
         EXPECT_EQ(nic.rdma, "mlx5_" + std::to_string(task.rank));
       }
@@ -79,7 +79,7 @@ TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
       EXPECT_EQ(env_value(task, "NCCL_IB_HCA"),
                 "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
       std::string ucx;
-      for (int n : task.nics)
+      for (int n : task.nic_indices)
         ucx += (ucx.empty() ? "" : ",") + node.topology.nics[n].rdma + ":1";
       EXPECT_EQ(env_value(task, "UCX_NET_DEVICES"), ucx);
       for (const EnvVar var : task.env) {

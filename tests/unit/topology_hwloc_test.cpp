@@ -15,7 +15,7 @@ using testing::fixture_path;
 std::vector<int> gpu_l3s(const Topology& t) {
   std::vector<int> l3s;
   for (const Gpu& gpu : t.gpus)
-    l3s.push_back(gpu.locality.l3);
+    l3s.push_back(gpu.locality.l3_index);
   return l3s;
 }
 
@@ -28,8 +28,8 @@ TEST(TopologyHwloc, LumiGCpuSide) {
   ASSERT_EQ(t.cores.size(), 64u);
   EXPECT_EQ(t.all_pus().count(), 128);
   EXPECT_EQ(t.cores[9].pus, (std::vector<int>{9, 73}));
-  EXPECT_EQ(t.cores[9].l3, 1);
-  EXPECT_EQ(t.cores[17].numa, 1);
+  EXPECT_EQ(t.cores[9].l3_index, 1);
+  EXPECT_EQ(t.cores[17].numa_index, 1);
   EXPECT_EQ(t.l3_pus(6).to_list(), "48-55,112-119");
 }
 
@@ -45,7 +45,7 @@ TEST(TopologyHwloc, LumiGGpusInPciOrderWithTheirCcd) {
     EXPECT_EQ(t.gpus[i].locality.kind, LocalityKind::kL3);
   }
   EXPECT_EQ(gpu_l3s(t), (std::vector<int>{6, 7, 2, 3, 0, 1, 4, 5}));
-  EXPECT_EQ(t.gpus[0].locality.numa, 3);
+  EXPECT_EQ(t.gpus[0].locality.numa_index, 3);
   EXPECT_EQ(t.gpus[0].locality.cpus.to_list(), "48-55,112-119");
 }
 
@@ -58,7 +58,7 @@ TEST(TopologyHwloc, LumiGSlingshotNicsAndNoManagementNic) {
     EXPECT_EQ(t.nics[i].netdev, "hsn" + std::to_string(i));
     EXPECT_EQ(t.nics[i].rdma, "cxi" + std::to_string(i));
     EXPECT_EQ(t.nics[i].kind, NicKind::kSlingshot);
-    EXPECT_EQ(t.nics[i].locality.l3, l3s[i]);
+    EXPECT_EQ(t.nics[i].locality.l3_index, l3s[i]);
     EXPECT_EQ(nic_ordinal(t.nics[i]), i);
   }
 }
@@ -70,7 +70,7 @@ TEST(TopologyHwloc, SitePatternsSelectOtherNics) {
   EXPECT_EQ(t->nics[0].name, "nmn0");
   EXPECT_EQ(t->nics[0].kind, NicKind::kEthernet);
   EXPECT_EQ(t->nics[0].locality.kind, LocalityKind::kNuma) << "under the NUMA group, not an L3";
-  EXPECT_EQ(t->nics[0].locality.numa, 0);
+  EXPECT_EQ(t->nics[0].locality.numa_index, 0);
 }
 
 TEST(TopologyHwloc, IntelTilesBelongToTheirGpu) {
@@ -82,7 +82,7 @@ TEST(TopologyHwloc, IntelTilesBelongToTheirGpu) {
     EXPECT_EQ(gpu.partitions, 1);
   }
   EXPECT_EQ(t.gpus[3].pci_bus_id, "0001:18:00.0");
-  EXPECT_EQ(t.gpus[3].locality.package, 1);
+  EXPECT_EQ(t.gpus[3].locality.package_index, 1);
   EXPECT_EQ(t.nics.size(), 8u);
 }
 
@@ -96,7 +96,7 @@ TEST(TopologyHwloc, GpusFoundByPciClassWithoutOsDevices) {
   EXPECT_EQ(t.gpus[4].pci_bus_id, "0000:9d:00.0");
   // The package's L3 and NUMA node hold the same cores: the L3 names it.
   EXPECT_EQ(t.gpus[4].locality.kind, LocalityKind::kL3);
-  EXPECT_EQ(t.gpus[4].locality.numa, 1);
+  EXPECT_EQ(t.gpus[4].locality.numa_index, 1);
 }
 
 TEST(TopologyHwloc, InfinibandNicsShareTheGpuSwitch) {
@@ -122,7 +122,7 @@ TEST(TopologyHwloc, PartitionsOfOneDeviceAreSeparateGpus) {
     EXPECT_EQ(t.gpus[i].os_name, "rsmi" + std::to_string(i));
     EXPECT_EQ(t.gpus[i].partition, i % 3);
     EXPECT_EQ(t.gpus[i].partitions, 3);
-    EXPECT_EQ(t.gpus[i].locality.package, i / 3);
+    EXPECT_EQ(t.gpus[i].locality.package_index, i / 3);
   }
   EXPECT_EQ(t.gpus[1].pci_bus_id, t.gpus[2].pci_bus_id);
 }
@@ -143,8 +143,8 @@ TEST(TopologyHwloc, ReversedNumaPlacement) {
   ASSERT_EQ(t.gpus.size(), 4u);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(t.gpus[i].locality.kind, LocalityKind::kNuma);
-    EXPECT_EQ(t.gpus[i].locality.numa, 3 - i);
-    EXPECT_EQ(t.nics[i].locality.numa, 3 - i);
+    EXPECT_EQ(t.gpus[i].locality.numa_index, 3 - i);
+    EXPECT_EQ(t.nics[i].locality.numa_index, 3 - i);
   }
   EXPECT_EQ(t.nics[0].rdma, "");
 }
@@ -224,7 +224,7 @@ TEST(GpuOrder, ReordersByBusIdOrIndex) {
   EXPECT_EQ(t.gpus[3].pci_bus_id, "0000:03:00.0");
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(t.gpus[i].index, i);
-  EXPECT_EQ(t.gpus[0].locality.numa, 0);
+  EXPECT_EQ(t.gpus[0].locality.numa_index, 0);
 }
 
 TEST(GpuOrder, PartitionsShareABusIdAndAreTakenInTurn) {

@@ -96,8 +96,8 @@ class Scorer {
     });
     view.ncores = view.cores.count();
     for (const TaskGpu& gpu : task.gpus) {
-      if (gpu.gpu >= 0 && gpu.gpu < static_cast<int>(node_.gpus.size()))
-        view.gpus.push_back(gpu.gpu);
+      if (gpu.node_index >= 0 && gpu.node_index < static_cast<int>(node_.gpus.size()))
+        view.gpus.push_back(gpu.node_index);
     }
     return view;
   }
@@ -357,9 +357,9 @@ class Scorer {
 
   void measure_nics() {
     for (const TaskView& task : tasks_) {
-      if (task.gpus.empty() || task.plan->nic < 0) continue;
+      if (task.gpus.empty() || task.plan->nic_index < 0) continue;
       const std::vector<int>& nearest = node_.nearest_nics[task.gpus[0]];
-      if (std::find(nearest.begin(), nearest.end(), task.plan->nic) == nearest.end())
+      if (std::find(nearest.begin(), nearest.end(), task.plan->nic_index) == nearest.end())
         ++score_.nic_not_nearest;
     }
   }

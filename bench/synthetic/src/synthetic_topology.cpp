@@ -17,17 +17,17 @@ Topology synthetic_topology(const SyntheticShape& s) {
     core.index = c;
     for (int th = 0; th < s.threads_per_core; ++th)
       core.pus.push_back(c + th * cores);
-    core.l3 = c / s.cores_per_l3;
-    core.numa = core.l3 / s.l3_per_numa;
-    core.package = core.numa / s.numa_per_package;
+    core.l3_index = c / s.cores_per_l3;
+    core.numa_index = core.l3_index / s.l3_per_numa;
+    core.package_index = core.numa_index / s.numa_per_package;
     t.cores.push_back(core);
   }
   for (int numa = 0; numa < t.numa_count; ++numa) {
     Locality loc;
     loc.kind = LocalityKind::kNuma;
     loc.cpus = t.numa_pus(numa);
-    loc.numa = numa;
-    loc.package = numa / s.numa_per_package;
+    loc.numa_index = numa;
+    loc.package_index = numa / s.numa_per_package;
     for (int g = 0; g < s.gpus_per_numa; ++g) {
       Gpu gpu;
       gpu.index = static_cast<int>(t.gpus.size());

@@ -21,12 +21,12 @@ namespace gpubind {
 struct StepGpu {
   StepGpu() = default;
   // Not an aggregate: most steps name GPUs by index and token alone.
-  StepGpu(int gpu_, std::string token_, std::string pci_ = {})
-      : gpu(gpu_), token(std::move(token_)), pci(std::move(pci_)) {}
+  StepGpu(int node_index_, std::string token_, std::string pci_ = {})
+      : node_index(node_index_), token(std::move(token_)), pci(std::move(pci_)) {}
 
-  int gpu = 0;        // index into Topology::gpus
-  std::string token;  // how the step names it in its visibility env ("0", "3", "GPU-uuid"...)
-  std::string pci;    // when set, its PCI bus id names the GPU instead of `gpu`
+  int node_index = 0;  // index into Topology::gpus
+  std::string token;   // how the step names it in its visibility env ("0", "3", "GPU-uuid"...)
+  std::string pci;     // when set, its PCI bus id names the GPU instead of `node_index`
 };
 
 enum class ZeHierarchy { kFlat, kComposite };
@@ -41,13 +41,15 @@ struct PlanRequest {
   // GPUs the step names by tokens alone, with no node GPU known for them (NVIDIA MIG instances:
   // "MIG-<uuid>"): handed to tasks as they are, cores placed without them. Only with no `gpus`.
   std::vector<std::string> unplaced_gpus;
-  int cpus_per_task = 0;           // logical CPUs per task; 0 = an even share
-  int gpus_per_task = 0;           // 0 = derived from tasks and GPUs
-  int tasks_per_gpu = 0;           // 0 = derived
-  std::optional<Order> order;      // nullopt = the policy's order
-  std::optional<int> smt;          // nullopt = the policy's smt
-  bool gpu_env = true;             // render the GPU visibility group
-  bool nic_env = true;             // render the NIC group
+  int cpus_per_task = 0;       // logical CPUs per task; 0 = an even share
+  int gpus_per_task = 0;       // 0 = derived from tasks and GPUs
+  int tasks_per_gpu = 0;       // 0 = derived
+  std::optional<Order> order;  // nullopt = the policy's order
+  std::optional<int> smt;      // nullopt = the policy's smt
+  // Whether to render the policy's gpu_env and nic_env groups. binder.proto carries them negated
+  // (no_gpu_env, no_nic_env) only because a proto3 bool defaults to false.
+  bool gpu_env = true;
+  bool nic_env = true;
   std::optional<bool> omp_places;  // nullopt = the policy's omp_places
   // How the task's Level Zero counts devices (its ZE_FLAT_DEVICE_HIERARCHY): FLAT (the default)
   // makes each PVC tile a device, COMPOSITE keeps cards with "card.tile" sub-devices.
@@ -59,9 +61,9 @@ using EnvVar = EnvList::Var;
 
 // Plans are self-contained: they name PCI ids and NICs, so they can be shown without a topology.
 struct TaskGpu {
-  int step_index = 0;  // position in the step's GPU list (or its unplaced tokens)
-  int gpu = 0;         // index into Topology::gpus, -1 for an unplaced token (MIG)
-  int tile = -1;       // sub-device, or -1 for the whole GPU
+  int step_index = 0;   // position in the step's GPU list (or its unplaced tokens)
+  int node_index = 0;   // index into Topology::gpus, -1 for an unplaced token (MIG)
+  int tile_index = -1;  // sub-device, or -1 for the whole GPU
   // What goes into the visibility env: "3"; a tile "3.1" (composite) or "7" (flat); a whole
   // tiled card under FLAT lists its tiles, "6,7".
   std::string token;
@@ -74,11 +76,12 @@ struct TaskPlan {
   CpuSet cpus;
   int ncores = 0;
   SmallVector<TaskGpu, 1> gpus;  // inline: a task nearly always has one GPU
-  int nic = -1;                  // index into Topology::nics of the first NIC, -1 = none
-  std::vector<int> nics;  // every NIC of the task: the nearest of each of its GPUs, in GPU order
-  std::string nic_name;   // their names, "mlx5_0,mlx5_3"
-  int numa = -1;          // NUMA node holding most of the task's CPUs
-  int l3 = -1;            // L3 holding most of the task's CPUs
+  int nic_index = -1;            // index into Topology::nics of the first NIC, -1 = none
+  // Every NIC of the task: the nearest of each of its GPUs, in GPU order.
+  std::vector<int> nic_indices;
+  std::string nic_names;  // their names, "mlx5_0,mlx5_3"
+  int numa_index = -1;    // NUMA node holding most of the task's CPUs
+  int l3_index = -1;      // L3 holding most of the task's CPUs
   EnvList env;
 };
 

@@ -25,10 +25,10 @@ const char* locality_kind_name(LocalityKind kind);  // "L3", "NUMA", "package", 
 
 struct Locality {
   LocalityKind kind = LocalityKind::kMachine;
-  CpuSet cpus;       // every PU of the domain
-  int l3 = -1;       // L3 index when the domain lies within one L3, else -1
-  int numa = -1;     // NUMA index when the domain lies within one NUMA node, else -1
-  int package = -1;  // package index when the domain lies within one package, else -1
+  CpuSet cpus;             // every PU of the domain
+  int l3_index = -1;       // L3 index when the domain lies within one L3, else -1
+  int numa_index = -1;     // NUMA index when the domain lies within one NUMA node, else -1
+  int package_index = -1;  // package index when the domain lies within one package, else -1
   // The PCI bridges above the device, root port first (hwloc gp indices; host bridges left out).
   // Two devices whose paths share a prefix sit behind the same port or switch.
   std::vector<int> pci_path;
@@ -42,9 +42,9 @@ std::string describe_locality(const Locality& locality);
 struct Core {
   int index = 0;         // logical index, in topology order
   std::vector<int> pus;  // OS indices of its hardware threads, first thread first
-  int l3 = -1;           // L3 index, or -1 if the core has no L3
-  int numa = 0;
-  int package = 0;
+  int l3_index = -1;     // L3 index, or -1 if the core has no L3
+  int numa_index = 0;
+  int package_index = 0;
 };
 
 struct Gpu {

@@ -37,8 +37,8 @@ int mpich_nic_number(const Topology& topo, int nic) {
 std::string nic_mapping(const Topology& topo, const std::vector<TaskPlan>& tasks) {
   std::vector<std::pair<int, std::vector<int>>> by_ordinal;  // formatted by format_int_list
   for (const TaskPlan& task : tasks) {
-    if (task.nic < 0) continue;
-    const int ordinal = mpich_nic_number(topo, task.nic);
+    if (task.nic_index < 0) continue;
+    const int ordinal = mpich_nic_number(topo, task.nic_index);
     auto it = std::find_if(by_ordinal.begin(), by_ordinal.end(),
                            [&](const auto& entry) { return entry.first == ordinal; });
     if (it == by_ordinal.end()) {
@@ -198,7 +198,7 @@ class TaskPlaceholders final : public PlaceholderSource {
 
   // `out` is empty on entry.
   void compute(Placeholder p, std::string& out) const {
-    auto nics = [&](auto field) { append_nics(topo_, task_->nics, field, out); };
+    auto nics = [&](auto field) { append_nics(topo_, task_->nic_indices, field, out); };
     switch (p) {
       case Placeholder::kGpus:
         return append_gpus(false, out);
@@ -225,7 +225,7 @@ class TaskPlaceholders final : public PlaceholderSource {
   }
 
   void append_value(Placeholder p, std::string& out) const {
-    const Nic* nic = task_->nic >= 0 ? &topo_.nics[task_->nic] : nullptr;
+    const Nic* nic = task_->nic_index >= 0 ? &topo_.nics[task_->nic_index] : nullptr;
     switch (p) {
       case Placeholder::kNgpus:
         return append_number(out, static_cast<long>(task_->gpus.size()), !task_->gpus.empty());
@@ -259,9 +259,9 @@ class TaskPlaceholders final : public PlaceholderSource {
       case Placeholder::kNcores:
         return append_number(out, task_->ncores);
       case Placeholder::kNuma:
-        return append_number(out, task_->numa, task_->numa >= 0);
+        return append_number(out, task_->numa_index, task_->numa_index >= 0);
       case Placeholder::kL3:
-        return append_number(out, task_->l3, task_->l3 >= 0);
+        return append_number(out, task_->l3_index, task_->l3_index >= 0);
       case Placeholder::kLocalRank:
         return append_number(out, task_->rank);
       case Placeholder::kNtasks:
@@ -338,9 +338,9 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     v.start(task);
     EnvList& env = task.env;
     const bool gpus = request.gpu_env && !task.gpus.empty();
-    const bool nics = request.nic_env && task.nic >= 0;
+    const bool nics = request.nic_env && task.nic_index >= 0;
     const char* vendor = gpus ? vendor_name(task.gpus[0].vendor) : "";
-    const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic].kind) : "";
+    const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic_index].kind) : "";
     env.reserve(bytes ? bytes + bytes / 4 : 512);
     if (gpus) gpu_env.append(vendor, v, env);
     if (nics) nic_env.append(nic_kind, v, env);
@@ -359,8 +359,8 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
       if (const std::string& pci = v.get(Placeholder::kGpuPci); !pci.empty())
         env.add("GPUBIND_GPU_PCI", pci);
     }
-    if (task.nic >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
-    if (task.numa >= 0) env.add("GPUBIND_NUMA", Digits(task.numa).view());
+    if (task.nic_index >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
+    if (task.numa_index >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_index).view());
     bytes = env.bytes();
   }
 }

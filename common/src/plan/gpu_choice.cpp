@@ -58,19 +58,22 @@ Status Planner::resolve_step_gpus() {
     if (gpu.pci.empty()) continue;
     const int found = gpu_with_bus_id(topo_, gpu.pci);
     if (found < 0) return node_mismatch("no GPU of this node has PCI bus id '" + gpu.pci + "'");
-    gpu.gpu = found;
+    gpu.node_index = found;
   }
   Scratch<bool> seen(topo_.gpus.size(), false);
   for (const StepGpu& gpu : step_gpus_) {
-    if (gpu.gpu < 0) return make_error("GPU index " + std::to_string(gpu.gpu) + " is negative");
-    if (gpu.gpu >= static_cast<int>(topo_.gpus.size())) {
-      return node_mismatch("GPU " + std::to_string(gpu.gpu) + " does not exist (the node has " +
-                           std::to_string(topo_.gpus.size()) + " GPUs)");
+    if (gpu.node_index < 0)
+      return make_error("GPU index " + std::to_string(gpu.node_index) + " is negative");
+    if (gpu.node_index >= static_cast<int>(topo_.gpus.size())) {
+      return node_mismatch("GPU " + std::to_string(gpu.node_index) +
+                           " does not exist (the node has " + std::to_string(topo_.gpus.size()) +
+                           " GPUs)");
     }
-    if (seen[gpu.gpu]) return make_error("GPU " + std::to_string(gpu.gpu) + " is listed twice");
+    if (seen[gpu.node_index])
+      return make_error("GPU " + std::to_string(gpu.node_index) + " is listed twice");
     if (gpu.token.empty())
-      return make_error("GPU " + std::to_string(gpu.gpu) + " has an empty token");
-    seen[gpu.gpu] = true;
+      return make_error("GPU " + std::to_string(gpu.node_index) + " has an empty token");
+    seen[gpu.node_index] = true;
   }
   return Ok{};
 }
@@ -90,8 +93,8 @@ void Planner::find_gpu_domains() {
 }
 
 int Planner::gpu_distance(int step_a, int step_b) const {
-  const Gpu& a = topo_.gpus[step_gpus_[step_a].gpu];
-  const Gpu& b = topo_.gpus[step_gpus_[step_b].gpu];
+  const Gpu& a = topo_.gpus[step_gpus_[step_a].node_index];
+  const Gpu& b = topo_.gpus[step_gpus_[step_b].node_index];
   if (!a.pci_bus_id.empty() && a.pci_bus_id == b.pci_bus_id) return 0;
   return 1 + distance(place_of(a.locality), place_of(b.locality));
 }
@@ -157,7 +160,8 @@ void Planner::give_chunks_to_tasks(Scratch<Scratch<int>> chunks,
   int rank = 0;
   for (size_t c = 0; c < chunks.size() && rank < ntasks_; ++c) {
     const int sharers = std::min(tasks_per_chunk[c], ntasks_ - rank);
-    const int tiles = chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].gpu].tiles : 0;
+    const int tiles =
+        chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].node_index].tiles : 0;
     for (int j = 0; j < sharers; ++j, ++rank) {
       task_gpus_[rank] = j + 1 < sharers ? chunks[c] : std::move(chunks[c]);
       if (sharers > 1 && tiles > 1) task_tiles_[rank] = j * tiles / sharers;
@@ -315,9 +319,9 @@ std::string Planner::device_token(const Gpu& gpu, const std::string& step_token,
 void Planner::warn_tasks_far_from_gpus() {
   Scratch<int> far;
   for (const TaskPlan& task : plan_.tasks) {
-    if (task.gpus.empty() || task.gpus[0].gpu < 0) continue;
+    if (task.gpus.empty() || task.gpus[0].node_index < 0) continue;
     const bool near = std::any_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpu& gpu) {
-      return task.cpus.intersects(topo_.gpus[gpu.gpu].locality.cpus);
+      return task.cpus.intersects(topo_.gpus[gpu.node_index].locality.cpus);
     });
     if (!near) far.push_back(task.rank);
   }
@@ -325,7 +329,7 @@ void Planner::warn_tasks_far_from_gpus() {
   std::string which;
   for (size_t i = 0; i < far.size() && i < 3; ++i) {
     const TaskPlan& task = plan_.tasks[far[i]];
-    const Gpu& gpu = topo_.gpus[task.gpus[0].gpu];
+    const Gpu& gpu = topo_.gpus[task.gpus[0].node_index];
     which += std::string(which.empty() ? "" : ", ") + "rank " + std::to_string(task.rank) +
              ": GPU " + gpu.pci_bus_id + " on " + describe_locality(gpu.locality);
   }

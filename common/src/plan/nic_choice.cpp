@@ -43,7 +43,7 @@ void Planner::assign_nics() {
   Scratch<int> load(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     for (int g : task_gpus_[task])
-      ++load[gpu_nic[step_gpus_[g].gpu]];
+      ++load[gpu_nic[step_gpus_[g].node_index]];
   }
   // Tasks without GPUs: the nearest NIC to their cores, the least used among equals.
   auto nearest_nic = [&](const Place& from) {
@@ -66,28 +66,29 @@ void Planner::assign_nics() {
   Scratch<int> leading(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     TaskPlan& plan = plan_.tasks[task];
-    if (task_gpus_[task].empty()) plan.nics.push_back(nearest_nic(task_place(task)));
+    if (task_gpus_[task].empty()) plan.nic_indices.push_back(nearest_nic(task_place(task)));
     for (int g : task_gpus_[task]) {
-      const int nic = gpu_nic[step_gpus_[g].gpu];
-      if (std::find(plan.nics.begin(), plan.nics.end(), nic) == plan.nics.end())
-        plan.nics.push_back(nic);
+      const int nic = gpu_nic[step_gpus_[g].node_index];
+      if (std::find(plan.nic_indices.begin(), plan.nic_indices.end(), nic) ==
+          plan.nic_indices.end())
+        plan.nic_indices.push_back(nic);
     }
     if (!task_gpus_[task].empty()) {
       // Among the NICs as near the task's first GPU as its own.
       const Place gpu = place_of(gpu_locality(task_gpus_[task][0]));
-      const int near = distance(gpu, place_of(topo_.nics[plan.nics.front()].locality));
-      auto first = plan.nics.begin();
-      for (auto it = plan.nics.begin(); it != plan.nics.end(); ++it) {
+      const int near = distance(gpu, place_of(topo_.nics[plan.nic_indices.front()].locality));
+      auto first = plan.nic_indices.begin();
+      for (auto it = plan.nic_indices.begin(); it != plan.nic_indices.end(); ++it) {
         if (leading[*it] < leading[*first] &&
             distance(gpu, place_of(topo_.nics[*it].locality)) == near)
           first = it;
       }
-      std::rotate(plan.nics.begin(), first, first + 1);
+      std::rotate(plan.nic_indices.begin(), first, first + 1);
     }
-    ++leading[plan.nics.front()];
-    plan.nic = plan.nics.front();
-    for (int n : plan.nics)
-      plan.nic_name += (plan.nic_name.empty() ? "" : ",") + topo_.nics[n].name;
+    ++leading[plan.nic_indices.front()];
+    plan.nic_index = plan.nic_indices.front();
+    for (int n : plan.nic_indices)
+      plan.nic_names += (plan.nic_names.empty() ? "" : ",") + topo_.nics[n].name;
   }
 }
 

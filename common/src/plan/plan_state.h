@@ -61,7 +61,7 @@ struct Place {
 };
 
 inline Place place_of(const Locality& locality) {
-  return {&locality.pci_path, locality.l3, locality.numa, locality.package};
+  return {&locality.pci_path, locality.l3_index, locality.numa_index, locality.package_index};
 }
 
 inline Place place_of(const UsableCore& core) {
@@ -94,9 +94,9 @@ struct DomainSizes {
     };
     for (const Core& core : topo.cores) {
       const int pus = static_cast<int>(core.pus.size());
-      grow(l3, core.l3, pus);
-      grow(numa, core.numa, pus);
-      grow(package, core.package, pus);
+      grow(l3, core.l3_index, pus);
+      grow(numa, core.numa_index, pus);
+      grow(package, core.package_index, pus);
     }
   }
 
@@ -186,7 +186,7 @@ class Planner {
   }
   int distance(const Place& a, const Place& b) const { return sizes_.distance(a, b); }
   const Locality& gpu_locality(int step_gpu) const {
-    return topo_.gpus[step_gpus_[step_gpu].gpu].locality;
+    return topo_.gpus[step_gpus_[step_gpu].node_index].locality;
   }
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
 

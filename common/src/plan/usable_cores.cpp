@@ -30,9 +30,9 @@ Status Planner::find_usable_cores() {
     if (request_.allowed_cores && !request_.allowed_cores->test(core.index)) continue;
     UsableCore usable;
     usable.core = core.index;
-    usable.package = core.package;
-    usable.numa = core.numa;
-    usable.l3 = core.l3;
+    usable.package = core.package_index;
+    usable.numa = core.numa_index;
+    usable.l3 = core.l3_index;
     usable.pu_begin = static_cast<int>(usable_pus_.size());
     for (int pu : core.pus) {
       if (!allowed.test(pu) || reserved.test(pu)) continue;

@@ -11,12 +11,9 @@ namespace {
 using output::Json;
 
 Json locality_json(const Locality& loc) {
-  return Json{{"kind", locality_kind_name(loc.kind)},
-              {"index", locality_index(loc)},
-              {"cpus", loc.cpus.to_list()},
-              {"l3", loc.l3},
-              {"numa", loc.numa},
-              {"package", loc.package}};
+  return Json{{"kind", locality_kind_name(loc.kind)}, {"index", locality_index(loc)},
+              {"cpus", loc.cpus.to_list()},           {"l3_index", loc.l3_index},
+              {"numa_index", loc.numa_index},         {"package_index", loc.package_index}};
 }
 
 // Pads cells into aligned columns.
@@ -52,10 +49,10 @@ std::string plan_to_json(const Plan& plan) {
     for (const TaskGpu& gpu : task.gpus) {
       Json entry{{"step_index", gpu.step_index},
                  {"pci", gpu.pci},
-                 {"node_index", gpu.gpu},
+                 {"node_index", gpu.node_index},
                  {"token", gpu.token},
                  {"vendor", vendor_name(gpu.vendor)}};
-      if (gpu.tile >= 0) entry["tile_index"] = gpu.tile;
+      if (gpu.tile_index >= 0) entry["tile_index"] = gpu.tile_index;
       gpus.push_back(std::move(entry));
     }
     Json env = Json::object(), only_if_unset = Json::array();
@@ -69,11 +66,11 @@ std::string plan_to_json(const Plan& plan) {
                          {"cpu_mask", task.cpus.to_mask()},
                          {"ncores", task.ncores},
                          {"gpus", std::move(gpus)},
-                         {"nic_index", task.nic},
-                         {"nic_names", task.nic >= 0 ? Json(task.nic_name) : Json(nullptr)},
-                         {"nic_indices", task.nics},
-                         {"numa_index", task.numa},
-                         {"l3_index", task.l3},
+                         {"nic_index", task.nic_index},
+                         {"nic_names", task.nic_index >= 0 ? Json(task.nic_names) : Json(nullptr)},
+                         {"nic_indices", task.nic_indices},
+                         {"numa_index", task.numa_index},
+                         {"l3_index", task.l3_index},
                          {"env", std::move(env)},
                          {"env_only_if_unset", std::move(only_if_unset)}});
   }
@@ -90,9 +87,10 @@ std::string plan_to_table(const Plan& plan) {
       gpus += gpu.pci.empty() ? gpu.token : gpu.token + " (" + gpu.pci + ")";
     }
     rows.push_back({std::to_string(task.rank), task.cpus.to_list(), task.cpus.to_mask(),
-                    std::to_string(task.ncores), task.l3 >= 0 ? std::to_string(task.l3) : "-",
-                    task.numa >= 0 ? std::to_string(task.numa) : "-", gpus.empty() ? "-" : gpus,
-                    task.nic >= 0 ? task.nic_name : "-"});
+                    std::to_string(task.ncores),
+                    task.l3_index >= 0 ? std::to_string(task.l3_index) : "-",
+                    task.numa_index >= 0 ? std::to_string(task.numa_index) : "-",
+                    gpus.empty() ? "-" : gpus, task.nic_index >= 0 ? task.nic_names : "-"});
   }
   std::string out = format_table(rows);
   for (const std::string& warning : plan.warnings)

@@ -85,10 +85,10 @@ struct Usage {
       task.cpus.for_each([&](int pu) { pu_tasks[pu].push_back(task.rank); });
       std::set<int> gpus;
       for (const TaskGpu& gpu : task.gpus)
-        gpus.insert(gpu.gpu);
+        gpus.insert(gpu.node_index);
       for (const int gpu : gpus)
         gpu_tasks[gpu].push_back(task.rank);
-      if (task.nic >= 0) nic_tasks[task.nic].push_back(task.rank);
+      if (task.nic_index >= 0) nic_tasks[task.nic_index].push_back(task.rank);
     }
   }
   static const std::vector<int>& of(const std::map<int, std::vector<int>>& map, int key) {
@@ -118,35 +118,35 @@ Box build_tree(const Topology& topology) {
   std::map<std::tuple<int, int, int>, size_t> l3_at;
   for (size_t c = 0; c < topology.cores.size(); ++c) {
     const Core& core = topology.cores[c];
-    if (!package_at.count(core.package)) {
-      package_at[core.package] = machine.children.size();
+    if (!package_at.count(core.package_index)) {
+      package_at[core.package_index] = machine.children.size();
       Box package;
       package.kind = Box::Kind::kPackage;
-      package.index = package.package = core.package;
-      package.label = "Package " + std::to_string(core.package);
+      package.index = package.package = core.package_index;
+      package.label = "Package " + std::to_string(core.package_index);
       machine.children.push_back(package);
     }
-    Box& package = machine.children[package_at[core.package]];
-    const auto numa_key = std::make_pair(core.package, core.numa);
+    Box& package = machine.children[package_at[core.package_index]];
+    const auto numa_key = std::make_pair(core.package_index, core.numa_index);
     if (!numa_at.count(numa_key)) {
       numa_at[numa_key] = package.children.size();
       Box numa;
       numa.kind = Box::Kind::kNuma;
-      numa.index = numa.numa = core.numa;
-      numa.package = core.package;
-      numa.label = "NUMA " + std::to_string(core.numa);
+      numa.index = numa.numa = core.numa_index;
+      numa.package = core.package_index;
+      numa.label = "NUMA " + std::to_string(core.numa_index);
       package.children.push_back(numa);
     }
     Box& numa = package.children[numa_at[numa_key]];
-    const auto l3_key = std::make_tuple(core.package, core.numa, core.l3);
+    const auto l3_key = std::make_tuple(core.package_index, core.numa_index, core.l3_index);
     if (!l3_at.count(l3_key)) {
       l3_at[l3_key] = numa.children.size();
       Box l3;
       l3.kind = Box::Kind::kL3;
-      l3.index = core.l3;
-      l3.package = core.package;
-      l3.numa = core.numa;
-      l3.label = core.l3 >= 0 ? "L3 " + std::to_string(core.l3) : "cores";
+      l3.index = core.l3_index;
+      l3.package = core.package_index;
+      l3.numa = core.numa_index;
+      l3.label = core.l3_index >= 0 ? "L3 " + std::to_string(core.l3_index) : "cores";
       numa.children.push_back(l3);
     }
     numa.children[l3_at[l3_key]].cores.push_back(static_cast<int>(c));
@@ -167,13 +167,13 @@ void attach(Box& machine, const Locality& locality, Device device) {
   Box* target = nullptr;
   switch (locality.kind) {
     case LocalityKind::kL3:
-      target = find_box(machine, Box::Kind::kL3, locality.l3);
+      target = find_box(machine, Box::Kind::kL3, locality.l3_index);
       break;
     case LocalityKind::kNuma:
-      target = find_box(machine, Box::Kind::kNuma, locality.numa);
+      target = find_box(machine, Box::Kind::kNuma, locality.numa_index);
       break;
     case LocalityKind::kPackage:
-      target = find_box(machine, Box::Kind::kPackage, locality.package);
+      target = find_box(machine, Box::Kind::kPackage, locality.package_index);
       break;
     case LocalityKind::kMachine:
       break;
@@ -358,7 +358,7 @@ std::string legend_line(const TaskPlan& task) {
   for (const TaskGpu& gpu : task.gpus) {
     line += " · GPU " + gpu.token + (gpu.pci.empty() ? "" : " (" + gpu.pci + ")");
   }
-  if (!task.nic_name.empty()) line += " · NIC " + task.nic_name;
+  if (!task.nic_names.empty()) line += " · NIC " + task.nic_names;
   return line;
 }
 
