@@ -6,10 +6,18 @@
 
 namespace gpubind::client {
 
+protocol::DaemonGone when_daemon_gone(OnError on_error) {
+  // The in-process plan is as good as the daemon's, and waiting for a daemon that stays away would
+  // cost every launch its whole timeout_ms; without it, the launch would lose its binding.
+  return on_error == OnError::kFallback ? protocol::DaemonGone::kFail
+                                        : protocol::DaemonGone::kRetryInTime;
+}
+
 Result<StepPlan> ask_daemon(const StepRequest& request, const std::string& encoded,
                             const SiteArgs& site) {
   auto answer =
-      protocol::ask_daemon_encoded(site.socket, encoded, site.timeout_ms, trusted_server_of(site));
+      protocol::ask_daemon_encoded(site.socket, encoded, site.timeout_ms, trusted_server_of(site),
+                                   when_daemon_gone(site.on_error));
   if (!answer) return answer;
   if (auto checked = check_answer(request, *answer, site.env_allow); !checked) {
     Error refused =

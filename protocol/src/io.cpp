@@ -37,7 +37,8 @@ UniqueFd::~UniqueFd() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<int> connect_unix(const std::string& path, Clock::time_point deadline) {
+Result<int> connect_unix(const std::string& path, Clock::time_point deadline, int* connect_errno) {
+  if (connect_errno) *connect_errno = 0;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return make_error(path + ": path too long");
@@ -59,7 +60,10 @@ Result<int> connect_unix(const std::string& path, Clock::time_point deadline) {
   do {
     result = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   } while (result != 0 && errno == EINTR && Clock::now() < deadline);
-  if (result != 0) return errno_error("connect");
+  if (result != 0) {
+    if (connect_errno) *connect_errno = errno;
+    return errno_error("connect");
+  }
   // Everything after the connection is non-blocking, bounded by the deadline.
   const timeval none{0, 0};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);

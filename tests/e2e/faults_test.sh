@@ -24,6 +24,9 @@ daemon_pid() { cat "$dir/run/gpubindd.pid" 2>/dev/null; }
 # socket file exists: a killed daemon leaves its socket file behind.
 daemon_up() {
   "$cluster" daemon start "$dir" "$@" || return 1
+  daemon_answers
+}
+daemon_answers() {
   for _ in $(seq 100); do "$ctl" --socket "$socket" --timeout 500 status >/dev/null 2>&1 && return 0; sleep 0.05; done
   return 1
 }
@@ -216,6 +219,46 @@ rc=$?
 repeat 5 "topology XML gone, daemon gone" kept
 [[ "$last_out" == *"$topology"* ]] && ok "topology gone: the line names the file" || bad "topology gone line" "$last_out"
 mv "$topology.away" "$topology"
+daemon_up || bad "daemon restart"
+launch "recovered" daemon
+
+# --- killed and restarted by a supervisor while launches run under on_error=fail -------------------
+# The unit's Restart=always, RestartSec=100ms, emulated (no systemd here) by a supervisor that
+# restarts the daemon 100 ms after each death. Each launch's request is held by the daemon when it
+# is killed (evidence in its log, as above), so every launch meets a restart; the next daemon
+# answers it within the launch's timeout_ms, and the step binds. Twice: with a socket the
+# supervisor holds and hands to each daemon, as gpubindd.socket does (connections wait in its
+# queue), and with the daemon's own socket, refused between two lives. Answers are held 1 s so
+# that the killer, however slow the machine, comes first; the 8 s timeout_ms leaves the same room.
+supervised_launches=8
+"$cluster" daemon stop "$dir"
+"$cluster" plugstack "$dir" timeout_ms=8000 on_error=fail
+for mode in held own; do
+  fault="restarts, on_error=fail, $mode"
+  hold=()
+  [[ $mode == held ]] && hold=(--hold-socket "$socket")
+  held_before=$(grep -c 'holding the answer' "$dir/log/gpubindd.log")
+  python3 "$(dirname "$0")/supervise_daemon.py" "${hold[@]}" --restart-sec 0.1 "$dir/run/gpubindd.pid" \
+    "$dir/log/gpubindd.log" -- "$build/bin/gpubindd" --foreground --socket "$socket" --config "$policy" \
+    --delay-answers 1000 --log-level debug </dev/null 2>"$dir/log/supervisor.log" &
+  supervisor=$!
+  for ((i = 0; i < supervised_launches; i++)); do
+    daemon_answers || bad "$fault: the supervised daemon does not answer"
+    kill_when_held
+    launch "$fault" daemon
+    wait "$killer"
+  done
+  kill -TERM "$supervisor"
+  wait "$supervisor"
+  # Each launch: the request the killed daemon held, then the same request the next one answered.
+  held=$(($(grep -c 'holding the answer' "$dir/log/gpubindd.log") - held_before))
+  starts=$(sed -nE 's/^supervisor: ([0-9]+) daemons started$/\1/p' "$dir/log/supervisor.log")
+  ((held >= 2 * supervised_launches && starts == supervised_launches + 1)) &&
+    ok "$fault: each of the $supervised_launches launches met a restart (daemons started: $starts, requests held: $held)" ||
+    bad "$fault: daemons started: ${starts:-?}, requests held: $held (want $((supervised_launches + 1)) and $((2 * supervised_launches)))" \
+      "$(cat "$dir/log/supervisor.log")"
+done
+"$cluster" plugstack "$dir" timeout_ms=$timeout_ms on_error=fallback
 daemon_up || bad "daemon restart"
 launch "recovered" daemon
 

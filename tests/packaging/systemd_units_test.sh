@@ -25,6 +25,24 @@ for setting in 'Type=notify' 'User=gpubind' 'NoNewPrivileges=yes' 'ProtectSystem
   'MemoryMax=' 'LimitNOFILE=' 'CPUQuota=' 'TasksMax='; do
   grep -qF -- "$setting" "$units"/gpubindd.service || { echo "FAIL missing $setting"; failed=1; }
 done
+# The value of KEY in [SECTION] of a unit file, the last one set, as systemd reads it.
+setting() { # setting FILE SECTION KEY
+  awk -v section="[$2]" -v key="$3" '/^\[/ { inside = ($0 == section) }
+    inside && index($0, key "=") == 1 { value = substr($0, length(key) + 2) } END { print value }' "$1"
+}
+# Restarts that a kill loop cannot exhaust: restarted whatever ended it, soon, and never given up on
+# (a unit past its start limit takes the socket down with it).
+service=$units/gpubindd.service
+[[ $(setting "$service" Service Restart) == always ]] || { echo "FAIL Restart is not always"; failed=1; }
+[[ $(setting "$service" Unit StartLimitIntervalSec) == 0 ]] ||
+  { echo "FAIL [Unit] StartLimitIntervalSec is not 0: a kill loop could exhaust the start limit"; failed=1; }
+restart_sec=$(setting "$service" Service RestartSec)
+restart_us=$(systemd-analyze timespan "$restart_sec" 2>/dev/null | sed -nE 's/^ *(μs|us): ([0-9]+)$/\2/p')
+# Well within a launch's 1 s, and never under 100 ms: restarts closer than that could reach the
+# socket's trigger limit (20 in 2 s), which stops it listening.
+[[ -n $restart_sec && -n $restart_us ]] && ((restart_us >= 100000 && restart_us <= 500000)) ||
+  { echo "FAIL RestartSec='$restart_sec': not within 100 to 500 ms"; failed=1; }
+[[ $(setting "$units"/gpubindd.socket Socket Accept) == no ]] || { echo "FAIL Accept"; failed=1; }
 grep -q '^SocketMode=0666$' "$units"/gpubindd.socket || { echo "FAIL SocketMode"; failed=1; }
 grep -q '^ListenStream=/run/gpubind/gpubind.sock$' "$units"/gpubindd.socket || { echo "FAIL ListenStream"; failed=1; }
 [[ $failed -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"

@@ -19,6 +19,11 @@ struct InProcess {
   std::string topology;
 };
 
+// What asking the daemon does when it went away without answering (see protocol::DaemonGone):
+// under on_error=fallback, fall back at once; under skip and fail, which have nothing as good,
+// try again while timeout_ms allows, so that a launch meeting a daemon restart waits for it.
+protocol::DaemonGone when_daemon_gone(OnError on_error);
+
 // The daemon's plan, checked; an answer that fails a check is Error::untrusted.
 Result<StepPlan> ask_daemon(const StepRequest& request, const std::string& encoded,
                             const SiteArgs& site);
@@ -28,7 +33,8 @@ Result<StepPlan> plan_in_process(const StepRequest& request, const std::string& 
                                  const SiteArgs& site, const InProcess& where);
 
 // The daemon's plan; when the daemon cannot give one (absent, slow, not trusted, its node view
-// stale) and on_error=fallback, the in-process plan, its first warning saying why. A request the
+// stale) and on_error=fallback, the in-process plan, its first warning saying why. Under skip and
+// fail, a daemon that went away is asked again within timeout_ms (when_daemon_gone). A request the
 // daemon refuses on its merits is not retried: it would be refused in-process too. `report` gets
 // what an administrator must see (an untrusted server or answer, a stale daemon topology).
 Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,

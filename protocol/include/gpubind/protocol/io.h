@@ -13,8 +13,10 @@ namespace gpubind::protocol {
 using Clock = std::chrono::steady_clock;
 
 // Connects to the Unix socket at `path` (the fd is non-blocking and close-on-exec); the caller
-// closes it. Errors name the path.
-Result<int> connect_unix(const std::string& path, Clock::time_point deadline);
+// closes it. Errors name the path. Where `connect_errno` is given, it gets connect()'s errno
+// when connect() itself failed (ENOENT, ECONNREFUSED...), else 0.
+Result<int> connect_unix(const std::string& path, Clock::time_point deadline,
+                         int* connect_errno = nullptr);
 
 // Writes all of `data`; fails when the peer goes away or the deadline passes.
 Status send_all(int fd, const char* data, size_t size, Clock::time_point deadline);
