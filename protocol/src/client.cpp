@@ -101,7 +101,10 @@ Attempt try_exchange(const std::string& socket_path, const std::string& frame,
   if (!fd) {
     if (Clock::now() >= deadline) return {too_late()};
     return {make_error(where + ": daemon unavailable: " + fd.error().message),
-            connect_errno == ENOENT || connect_errno == ECONNREFUSED};
+            // A socket file nobody listens on is a daemon that died and is coming back; no
+            // socket file at all is a node without one (socket activation keeps the file
+            // through restarts): waiting would only delay every launch there.
+            connect_errno == ECONNREFUSED};
   }
   const UniqueFd conn(*fd);
   if (auto trusted = check_peer(conn.get(), socket_path, trust); !trusted)
