@@ -232,9 +232,18 @@ bool Router::make_room(uid_t uid, pid_t pid) {
       by_uid_.begin(), by_uid_.end(),
       [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
   const size_t theirs_after = connections_of(uid) + 1;
-  if (most != by_uid_.end() && most->second.size() >= theirs_after &&
-      (close_oldest(most->first, unclassified) || close_oldest(most->first, any))) {
-    return true;
+  if (most != by_uid_.end() && most->second.size() >= theirs_after) {
+    const uid_t owner = most->first;
+    const size_t theirs = most->second.size();
+    if (close_oldest(owner, unclassified) || close_oldest(owner, any)) {
+      static log::RateLimited said;
+      said.write(log::Level::kWarning,
+                 std::to_string(limits_.total) +
+                     " connections are open, the most this daemon holds: user " +
+                     std::to_string(owner) + ", holding " + std::to_string(theirs) +
+                     ", gives up its oldest for user " + std::to_string(uid));
+      return true;
+    }
   }
   return refuse(std::to_string(connections_.size()) +
                 " connections are open, the most this daemon holds, and no user holds more than "
