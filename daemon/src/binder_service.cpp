@@ -10,6 +10,7 @@
 #include "gpubind/daemon/log.h"
 #include "gpubind/daemon/plan_workers.h"
 #include "gpubind/planner.h"
+#include "gpubind/protocol/compact.h"
 #include "latency_window.h"
 
 namespace gpubind::daemon {
@@ -71,9 +72,8 @@ size_t BinderService::Answer::size() const {
   return bytes->size() + (cached ? cached_flag().size() : 0);
 }
 
-void BinderService::Answer::append_to(std::string& out) const {
-  out += *bytes;
-  if (cached) out += cached_flag();
+std::string_view BinderService::Answer::suffix() const {
+  return cached ? std::string_view(cached_flag()) : std::string_view();
 }
 
 Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
@@ -127,6 +127,19 @@ KeyedRequest BinderService::key(v1::PlanRequest request) {
   return KeyedRequest(std::move(request), std::move(state), std::move(key));
 }
 
+// The plan for `request` as serialized gpubind.v1.PlanResponse bytes; the plan itself, as large as
+// its answer, is freed on return.
+Result<std::string> BinderService::plan_bytes(const DaemonState& state,
+                                              const v1::PlanRequest& request) {
+  auto planner_request = api::request_from_proto(request);
+  if (!planner_request) return planner_request.error();
+  auto plan = make_plan(state.node.topology, state.node.policy, *planner_request);
+  if (!plan) return plan.error();
+  return api::serialize_plan(
+      *plan, &state.node.topology,
+      {state.policy_generation, state.topology_generation, state.node.topology.hostname});
+}
+
 Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
   const InFlight guard(in_flight_);
   const auto start = std::chrono::steady_clock::now();
@@ -152,14 +165,19 @@ Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
       return Answer{std::move(hit), true};
     }
   }
-  const DaemonState& state = *keyed.state_;
-  auto planner_request = api::request_from_proto(request);
-  if (!planner_request) return refuse(planner_request.error(), request);
-  auto plan = make_plan(state.node.topology, state.node.policy, *planner_request);
-  if (!plan) return refuse(plan.error(), request);
-  auto bytes = std::make_shared<const std::string>(api::serialize_plan(
-      *plan, &state.node.topology,
-      {state.policy_generation, state.topology_generation, state.node.topology.hostname}));
+  auto serialized = plan_bytes(*keyed.state_, request);
+  if (!serialized) return refuse(serialized.error(), request);
+  // An answer no client could take is refused before it is cached or queued: the plugin refuses
+  // frames past compact::kMaxAnswerBytes, and the router's per-user queue holds no more.
+  if (const size_t size = serialized->size() + cached_flag().size();
+      size > compact::kMaxAnswerBytes) {
+    return refuse(make_error("the plan's answer would be " + std::to_string(size) +
+                             " bytes, more than the " + std::to_string(compact::kMaxAnswerBytes) +
+                             " a client may receive: ask for fewer tasks, fewer GPUs per task "
+                             "or shorter GPU tokens"),
+                  request);
+  }
+  auto bytes = std::make_shared<const std::string>(std::move(*serialized));
   if (!keyed.key_.empty()) cache_.insert(keyed.key_, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
@@ -252,7 +270,7 @@ grpc::ServerUnaryReactor* BinderService::Plan(grpc::CallbackServerContext* conte
   auto plan = [this, call] { call->finish(answer_call(call->request, *call->response)); };
   if (!workers_) {
     plan();
-  } else if (!workers_->submit(kGrpcTurn, plan)) {
+  } else if (!workers_->submit(kGrpcTurn, plan, call->request.large())) {
     call->finish(
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                      "no planner free: too many gRPC plans waiting, or gpubindd is stopping"));

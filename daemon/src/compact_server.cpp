@@ -6,35 +6,32 @@
 namespace gpubind::daemon {
 namespace {
 
-std::string header(uint8_t status, size_t payload_bytes, size_t capacity) {
-  std::string out;
-  out.reserve(capacity);
-  out.resize(compact::kAnswerHeaderBytes);
+std::string header(uint8_t status, size_t payload_bytes) {
+  std::string out(compact::kAnswerHeaderBytes, '\0');
   out[0] = static_cast<char>(status);
   compact::put_length(out.data() + 1, static_cast<uint32_t>(payload_bytes));
   return out;
 }
 
-std::string frame(uint8_t status, const std::string& payload) {
-  std::string out = header(status, payload.size(), compact::kAnswerHeaderBytes + payload.size());
-  out += payload;
-  return out;
+AnswerFrame frame(uint8_t status, const std::string& payload) {
+  return {header(status, payload.size()) + payload, nullptr, {}};
 }
 
-// The plan's frame, built with one copy of the (possibly shared, megabytes long) answer.
-std::string plan_frame(const BinderService::Answer& answer) {
-  const size_t size = answer.size();
-  std::string out = header(compact::kStatusPlan, size, compact::kAnswerHeaderBytes + size);
-  answer.append_to(out);
-  return out;
+// The plan's frame: its header, and the (possibly shared, megabytes long) answer by reference.
+AnswerFrame plan_frame(const BinderService::Answer& answer) {
+  return {header(compact::kStatusPlan, answer.size()), answer.bytes, answer.suffix()};
 }
 
-std::string refusal_frame(const Error& error) {
+AnswerFrame error_frame(const Error& error) {
   return frame(error.node_mismatch ? compact::kStatusNodeMismatch : compact::kStatusRefused,
                error.message);
 }
 
 }  // namespace
+
+AnswerFrame refusal_frame(const std::string& why) {
+  return frame(compact::kStatusRefused, why);
+}
 
 HeaderVerdict check_header(const char* header) {
   const auto version = static_cast<uint8_t>(header[sizeof compact::kMagic]);
@@ -68,20 +65,20 @@ CompactIntake take_in(std::string_view body, BinderService& service) {
   constexpr size_t kMaxInlineBytes = 4096;
   if (body.size() > kMaxInlineBytes) return {std::nullopt, std::string(body)};
   auto request = service.receive(body);
-  if (!request) return {refusal_frame(request.error()), std::string()};
+  if (!request) return {error_frame(request.error()), std::string()};
   if (auto cached = service.answer_from_cache(*request))
     return {plan_frame(*cached), std::string()};
   return {std::nullopt, std::move(request).value()};
 }
 
-std::string answer_frame(const CompactRequest& request, BinderService& service) {
+AnswerFrame answer_frame(const CompactRequest& request, BinderService& service) {
   auto answer = [&service](const KeyedRequest& keyed) {
     auto planned = service.answer(keyed);
-    return planned ? plan_frame(*planned) : refusal_frame(planned.error());
+    return planned ? plan_frame(*planned) : error_frame(planned.error());
   };
   if (const auto* keyed = std::get_if<KeyedRequest>(&request)) return answer(*keyed);
   auto received = service.receive(std::get<std::string>(request));
-  return received ? answer(*received) : refusal_frame(received.error());
+  return received ? answer(*received) : error_frame(received.error());
 }
 
 }  // namespace gpubind::daemon

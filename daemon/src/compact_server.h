@@ -12,6 +12,20 @@
 
 namespace gpubind::daemon {
 
+// An answer frame as the router sends it: the frame's own few bytes (the 5-byte header, or a
+// whole refusal), then, for a plan, the serialized answer shared with the cache and with every
+// other connection sending it, and the service's small suffix. The shared bytes are never copied
+// per connection: a connection that does not read costs only its reference.
+struct AnswerFrame {
+  std::string head;
+  PlanCache::Entry body;    // null for a refusal
+  std::string_view suffix;  // BinderService::Answer::suffix(): static bytes
+  size_t size() const { return head.size() + (body ? body->size() : 0) + suffix.size(); }
+};
+
+// A refusal's frame: why the request gets no plan (compact::kStatusRefused).
+AnswerFrame refusal_frame(const std::string& why);
+
 // What to do after a request's header (compact::kRequestHeaderBytes bytes).
 struct HeaderVerdict {
   enum Kind {
@@ -20,7 +34,7 @@ struct HeaderVerdict {
     kCloseSilently,  // a first-release plugin: closing unanswered makes it plan in-process
   } kind = kReadBody;
   uint32_t body_bytes = 0;
-  std::string answer;
+  AnswerFrame answer;
 };
 
 HeaderVerdict check_header(const char* header);
@@ -34,13 +48,13 @@ using CompactRequest = std::variant<std::string, KeyedRequest>;
 // worker; a larger one (long CPU lists, many GPUs) is parsed on the worker, where its cost counts
 // against its sender's turn. Either way each request is parsed once and keyed once.
 struct CompactIntake {
-  std::optional<std::string> answer;  // the answer frame, when no planning is needed
+  std::optional<AnswerFrame> answer;  // when no planning is needed
   CompactRequest request;             // otherwise: what a worker answers
 };
 CompactIntake take_in(std::string_view body, BinderService& service);
 
 // The whole answer frame (status, length, payload) for a request: the same PlanRequest and
 // PlanResponse as a gRPC call, answered from the cache or the planner. Runs on a planning worker.
-std::string answer_frame(const CompactRequest& request, BinderService& service);
+AnswerFrame answer_frame(const CompactRequest& request, BinderService& service);
 
 }  // namespace gpubind::daemon

@@ -51,6 +51,9 @@ Options:
                        systemd socket activation
   --socket-mode MODE   octal permissions of the socket (default 0666, 0660 with --socket-group)
   --socket-group NAME  group owning the socket
+  --grpc-group NAME    members of this group may use gRPC (gpubindctl) besides root and the
+                       daemon's own user; anyone else is served the compact protocol only
+                       (default: no group)
   --topology FILE.xml  node topology from an hwloc XML dump instead of live discovery ("live")
   --foreground         stay in the foreground (implied under systemd)
   --log-level LEVEL    error, warning, info (default) or debug
@@ -63,15 +66,16 @@ SIGTERM/SIGINT finish in-flight calls and exit 0.
 struct Options {
   NodeSources sources;
   SocketOptions socket;
+  Router::GrpcAccess grpc_access;
   bool foreground = false;
   std::chrono::milliseconds answer_delay{0};
 };
 
 Result<Options> parse_options(const std::vector<std::string>& argv) {
-  auto args = cli::Args::parse(
-      argv,
-      {"config", "socket", "socket-mode", "socket-group", "topology", "log-level", "delay-answers"},
-      {"foreground", "help", "version"});
+  auto args = cli::Args::parse(argv,
+                               {"config", "socket", "socket-mode", "socket-group", "grpc-group",
+                                "topology", "log-level", "delay-answers"},
+                               {"foreground", "help", "version"});
   if (!args) return args.error();
   if (!args->positional().empty())
     return make_error("unexpected argument '" + args->positional()[0] + "'");
@@ -84,6 +88,11 @@ Result<Options> parse_options(const std::vector<std::string>& argv) {
     if (!gr) return make_error("--socket-group: no group named '" + *group + "'");
     options.socket.group = gr->gr_gid;
     options.socket.mode = 0660;
+  }
+  if (auto group = args->get("grpc-group")) {
+    const struct group* gr = getgrnam(group->c_str());
+    if (!gr) return make_error("--grpc-group: no group named '" + *group + "'");
+    options.grpc_access.group = gr->gr_gid;
   }
   if (auto mode = args->get("socket-mode")) {
     const auto value = parse_whole_number(*mode, 0, 0777, 8);
@@ -258,6 +267,14 @@ std::unique_ptr<grpc::Server> build_grpc_server(BinderService& service) {
   grpc::ResourceQuota quota("gpubindd");
   quota.SetMaxThreads(kMaxGrpcThreads);
   builder.SetResourceQuota(quota);
+  // Only root, the daemon's own user and --grpc-group members reach gRPC (the router closes
+  // everyone else's connection); these bound what even they can make gRPC 1.51 hold: streams
+  // open at once per connection (the server advertised no limit), the header block of a call,
+  // and pings without data (gRPC's own defaults, stated so that no default change loosens them).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 16);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, 16 << 10);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 300000);
   return builder.BuildAndStart();
 }
 
@@ -265,14 +282,14 @@ std::unique_ptr<grpc::Server> build_grpc_server(BinderService& service) {
 // server, the router and the watchdog, started in that order and stopped in reverse.
 class Serving {
  public:
-  Serving(StatePtr state, const ServedSocket& socket, std::chrono::milliseconds answer_delay)
+  Serving(StatePtr state, const ServedSocket& socket, const Options& options)
       : service_(std::move(state), socket.activated),
         workers_({}, give_back_free_memory),
-        router_(service_, workers_, {}),
+        router_(service_, workers_, {}, options.grpc_access),
         watchdog_(socket.path),
         listen_fd_(socket.fd) {
     service_.plan_on(&workers_);
-    if (answer_delay.count() > 0) {
+    if (const auto answer_delay = options.answer_delay; answer_delay.count() > 0) {
       log::warning("--delay-answers: every Plan answer is held " +
                    std::to_string(answer_delay.count()) + " ms (fault testing)");
       service_.set_answer_delay(answer_delay);
@@ -324,6 +341,17 @@ void announce(const DaemonState& state, const ServedSocket& socket) {
   notify("READY=1\nSTATUS=Serving " + describe(state) + "\nMAINPID=" + std::to_string(getpid()));
 }
 
+std::string grpc_served_to(const Router::GrpcAccess& access) {
+  std::string who = "gRPC is served to root";
+  if (geteuid() != 0) who += " and uid " + std::to_string(geteuid());
+  if (access.group) {
+    const struct group* gr = getgrgid(*access.group);
+    who +=
+        " and members of group " + (gr ? std::string(gr->gr_name) : std::to_string(*access.group));
+  }
+  return who + " only; other users are served the compact protocol";
+}
+
 // Serves until SIGTERM or SIGINT; SIGHUP reloads.
 void wait_for_stop(const sigset_t& signals, BinderService& service, const NodeSources& sources) {
   while (true) {
@@ -350,9 +378,10 @@ int serve(const Options& options) {
   }
   auto socket = open_or_adopt_socket(options.socket, activated);
   if (!socket) return cannot_start(socket.error());
-  Serving serving(*state, *socket, options.answer_delay);
+  Serving serving(*state, *socket, options);
   if (auto status = serving.start(); !status) return cannot_start(status.error());
   announce(**state, *socket);
+  log::info(grpc_served_to(options.grpc_access));
   detacher.ready();
   wait_for_stop(signals, serving.service(), options.sources);
   serving.stop();

@@ -8,9 +8,11 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "compact_server.h"
@@ -27,24 +29,53 @@ constexpr int kMaxEvents = 256;
 // gRPC's own, the journal.
 constexpr rlim_t kReservedFds = 128;
 
+// Whether the peer of `fd` was a member of `group` when it connected (its supplementary groups,
+// SO_PEERGROUPS, Linux 4.13). Read from the socket, not from /proc: the pid could be reused, and
+// the unit's ProtectProc=invisible hides other users' processes anyway.
+bool peer_in_group(int fd, gid_t group) {
+  std::vector<gid_t> groups(64);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+      groups.resize(len / sizeof(gid_t));
+      return std::find(groups.begin(), groups.end(), group) != groups.end();
+    }
+    if (errno != ERANGE) return false;
+    groups.resize(len / sizeof(gid_t) + 1);  // the size the kernel asked for
+  }
+  return false;
+}
+
+std::string mib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
 }  // namespace
 
 struct Router::Connection {
   uint64_t id = 0;
   int fd = -1;  // for kGrpc: a duplicate that only watches the peer hang up
   uid_t uid = 0;
+  gid_t gid = 0;
   pid_t pid = 0;
   Stage stage = Stage::kClassify;
   Clock::time_point accepted{};
   Clock::time_point deadline{};
   std::string in;  // the request frame so far
   size_t want = compact::kRequestHeaderBytes;
-  std::string out;  // the answer frame
+  AnswerFrame out;            // the answer frame
+  bool holds_answer = false;  // out.body counts in queued_ until closed
   size_t sent = 0;
 };
 
-Router::Router(BinderService& service, PlanWorkers& workers, Limits limits)
-    : service_(service), workers_(workers), limits_(limits) {}
+Router::Router(BinderService& service, PlanWorkers& workers, Limits limits, GrpcAccess access)
+    : service_(service),
+      workers_(workers),
+      limits_(limits),
+      grpc_access_(access),
+      own_uid_(geteuid()) {}
 
 Router::~Router() {
   stop();
@@ -94,6 +125,7 @@ void Router::stop() {
   connections_.clear();
   by_uid_.clear();
   deadlines_.clear();
+  queued_ = QueuedAnswers();
   for (int* fd : {&epoll_fd_, &wake_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
@@ -161,6 +193,7 @@ void Router::accept_all() {
     c.id = next_id_++;
     c.fd = fd;
     c.uid = peer.uid;
+    c.gid = peer.gid;
     c.pid = peer.pid;
     connections_.emplace(c.id, std::move(connection));
     by_uid_[c.uid].insert(c.id);
@@ -172,46 +205,67 @@ void Router::accept_all() {
   }
 }
 
-// Whether a new connection of `uid` (from process `pid`) may stay. Past the user's cap, or the
-// daemon's, the oldest connection of that user (or of the user holding most) that has not yet
-// said what it is makes room; if none has, the newcomer is closed instead. Connections being
-// served are never cut for a newcomer, so a flood costs the flooder, not the daemon's work in
-// progress; the daemon's own (the watchdog's probe) always get in. Root has no per-user cap (it
-// could stop the daemon anyway; an administrator's benchmark or monitor may open many), only the
-// daemon's.
+// Whether a new connection of `uid` (from process `pid`) may stay. Past the user's cap, that
+// user's oldest connection that has not yet said what it is makes room (none: the newcomer is
+// closed; a user's burst does not cut its own requests in progress). At the daemon's cap, the
+// user holding the most connections gives up its oldest (one that has not spoken first), unless
+// it holds fewer than the newcomer's user would after admission: so a user never keeps more than
+// its share of the total whatever its connections sent, and a launch's one connection always
+// gets in. The daemon's own (the watchdog's probe) always get in. Root has no per-user cap (it
+// could stop the daemon anyway; an administrator's benchmark or monitor may open many), only its
+// share of the daemon's.
 bool Router::make_room(uid_t uid, pid_t pid) {
   if (pid == getpid()) return true;
-  auto close_oldest_unclassified = [&](uid_t owner) {
-    auto found = by_uid_.find(owner);
-    if (found == by_uid_.end()) return false;
-    for (uint64_t id : found->second) {
-      if (connections_.at(id)->stage != Stage::kClassify) continue;
-      close_connection(id);
-      return true;
-    }
-    return false;
-  };
   auto refuse = [&](const std::string& why) {
     static log::RateLimited said;
     said.write(log::Level::kWarning, why);
     return false;
   };
-  const auto mine = by_uid_.find(uid);
-  if (uid != 0 && mine != by_uid_.end() && mine->second.size() >= limits_.per_uid &&
-      !close_oldest_unclassified(uid)) {
+  auto unclassified = [](const Connection& c) { return c.stage == Stage::kClassify; };
+  auto any = [](const Connection&) { return true; };
+  if (uid != 0 && connections_of(uid) >= limits_.per_uid && !close_oldest(uid, unclassified)) {
     return refuse("user " + std::to_string(uid) + " holds " + std::to_string(limits_.per_uid) +
                   " connections, the most one user may; closing their newest");
   }
-  if (connections_.size() >= limits_.total) {
-    auto most = std::max_element(by_uid_.begin(), by_uid_.end(), [](const auto& a, const auto& b) {
-      return a.second.size() < b.second.size();
-    });
-    if (most == by_uid_.end() || !close_oldest_unclassified(most->first)) {
-      return refuse(std::to_string(connections_.size()) +
-                    " connections are open, the most this daemon holds; closing the newest");
+  if (connections_.size() < limits_.total) return true;
+  const auto most = std::max_element(
+      by_uid_.begin(), by_uid_.end(),
+      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  const size_t theirs_after = connections_of(uid) + 1;
+  if (most != by_uid_.end() && most->second.size() >= theirs_after) {
+    const uid_t owner = most->first;
+    const size_t theirs = most->second.size();
+    if (close_oldest(owner, unclassified) || close_oldest(owner, any)) {
+      static log::RateLimited said;
+      said.write(log::Level::kWarning,
+                 std::to_string(limits_.total) +
+                     " connections are open, the most this daemon holds: user " +
+                     std::to_string(owner) + ", holding " + std::to_string(theirs) +
+                     ", gives up its oldest for user " + std::to_string(uid));
+      return true;
     }
   }
-  return true;
+  return refuse(std::to_string(connections_.size()) +
+                " connections are open, the most this daemon holds, and no user holds more than "
+                "user " +
+                std::to_string(uid) + " would; closing the newest");
+}
+
+// Closes the oldest connection of `owner` that `which` selects; false when there is none.
+bool Router::close_oldest(uid_t owner, bool (*which)(const Connection&)) {
+  const auto found = by_uid_.find(owner);
+  if (found == by_uid_.end()) return false;
+  for (uint64_t id : found->second) {
+    if (!which(*connections_.at(id))) continue;
+    close_connection(id);
+    return true;
+  }
+  return false;
+}
+
+size_t Router::connections_of(uid_t uid) const {
+  const auto found = by_uid_.find(uid);
+  return found == by_uid_.end() ? 0 : found->second.size();
 }
 
 void Router::on_event(uint64_t id, uint32_t events) {
@@ -248,7 +302,11 @@ void Router::classify(Connection& c) {
   if (n < 0) return;
   const size_t have = static_cast<size_t>(n);
   if (std::memcmp(head, compact::kMagic, have) != 0) {
-    hand_to_grpc(c);
+    if (may_speak_grpc(c)) {
+      hand_to_grpc(c);
+    } else {
+      refuse_grpc(c);
+    }
   } else if (have == kMagicSize) {
     c.stage = Stage::kRead;
     read_request(c);
@@ -299,8 +357,11 @@ void Router::start_planning(Connection& c) {
   c.in.clear();
   c.in.shrink_to_fit();
   const uint64_t id = c.id;
+  // A body parsed on the worker is large until its parse says otherwise.
+  const auto* keyed = std::get_if<KeyedRequest>(&intake.request);
+  const bool large = keyed == nullptr || keyed->large();
   auto job = [this, id, request = std::move(intake.request)] {
-    std::string frame = answer_frame(request, service_);
+    AnswerFrame frame = answer_frame(request, service_);
     {
       std::lock_guard<std::mutex> lock(shared_mutex_);
       finished_.emplace_back(id, std::move(frame));
@@ -310,7 +371,7 @@ void Router::start_planning(Connection& c) {
       // The eventfd's counter cannot overflow here; nothing to do but let the deadline act.
     }
   };
-  if (!workers_.submit(c.uid, std::move(job))) {
+  if (!workers_.submit(c.uid, std::move(job), large)) {
     static log::RateLimited said;
     said.write(log::Level::kWarning,
                "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
@@ -319,7 +380,7 @@ void Router::start_planning(Connection& c) {
 }
 
 void Router::take_finished() {
-  std::vector<std::pair<uint64_t, std::string>> done;
+  std::vector<std::pair<uint64_t, AnswerFrame>> done;
   {
     std::lock_guard<std::mutex> lock(shared_mutex_);
     done.swap(finished_);
@@ -331,17 +392,84 @@ void Router::take_finished() {
   }
 }
 
-void Router::start_writing(Connection& c, std::string frame) {
+void Router::start_writing(Connection& c, AnswerFrame frame) {
   c.stage = Stage::kWrite;
   c.out = std::move(frame);
   c.sent = 0;
+  if (c.out.body) {
+    if (auto refused = hold_answer(c)) c.out = refusal_frame(*refused);
+  }
   write_answer(c);
 }
 
+// Counts `c`'s answer against its user and the daemon until the connection closes; why not, when
+// it would take either past its limit. A client that does not read pins the answer until its
+// exchange deadline, so the bound holds however many such clients there are.
+std::optional<std::string> Router::hold_answer(Connection& c) {
+  const size_t adds = queued_.added_by(c.uid, c.out.body);
+  auto refusal = [&](const std::string& waiting) {
+    static log::RateLimited said;
+    said.write(log::Level::kWarning, "user " + std::to_string(c.uid) + ": an answer of " +
+                                         mib(c.out.body->size()) + " refused: " + waiting);
+    return "answer of " + std::to_string(c.out.body->size()) +
+           " bytes cannot be queued: " + waiting + " already waiting to be read";
+  };
+  if (queued_.of(c.uid) + adds > limits_.queued_bytes_per_uid) {
+    return refusal("this user has " + std::to_string(queued_.of(c.uid)) +
+                   " bytes of answers (at most " + std::to_string(limits_.queued_bytes_per_uid) +
+                   " per user)");
+  }
+  if (queued_.total() + adds > limits_.queued_bytes_total && !make_room_for_answer(c.uid, adds)) {
+    return refusal("users have " + std::to_string(queued_.total()) + " bytes of answers (at most " +
+                   std::to_string(limits_.queued_bytes_total) + " in all)");
+  }
+  queued_.hold(c.uid, c.out.body);
+  c.holds_answer = true;
+  return std::nullopt;
+}
+
+// Room in the daemon's total for `bytes` more of `uid`'s answers, made as make_room makes it for
+// connections: the user holding the most answer bytes loses its oldest unread answer, unless it
+// holds fewer than `uid` would after admission. So users who read their answers are never
+// refused for those who do not.
+bool Router::make_room_for_answer(uid_t uid, size_t bytes) {
+  auto holds_answer = [](const Connection& c) { return c.holds_answer; };
+  while (queued_.total() + bytes > limits_.queued_bytes_total) {
+    const auto most = queued_.largest();
+    if (!most || queued_.of(*most) < queued_.of(uid) + bytes) return false;
+    const size_t theirs = queued_.of(*most);
+    if (!close_oldest(*most, holds_answer)) return false;
+    static log::RateLimited said;
+    said.write(log::Level::kWarning, "user " + std::to_string(*most) + " leaves " + mib(theirs) +
+                                         " of answers unread: closing their oldest for user " +
+                                         std::to_string(uid));
+  }
+  return true;
+}
+
 void Router::write_answer(Connection& c) {
-  while (c.sent < c.out.size()) {
-    const ssize_t n =
-        send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+  const AnswerFrame& out = c.out;
+  const size_t size = out.size();
+  while (c.sent < size) {
+    // The frame's own bytes, the shared answer and its suffix, from where the last write ended.
+    iovec parts[3];
+    int count = 0;
+    size_t skip = c.sent;
+    auto add = [&](const char* data, size_t length) {
+      if (skip >= length) {
+        skip -= length;
+        return;
+      }
+      parts[count++] = {const_cast<char*>(data + skip), length - skip};
+      skip = 0;
+    };
+    add(out.head.data(), out.head.size());
+    if (out.body) add(out.body->data(), out.body->size());
+    add(out.suffix.data(), out.suffix.size());
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t n = sendmsg(c.fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
       watch(c, EPOLLOUT);
       return;
@@ -349,6 +477,27 @@ void Router::write_answer(Connection& c) {
     if (n <= 0) break;
     c.sent += static_cast<size_t>(n);
   }
+  close_connection(c.id);
+}
+
+bool Router::may_speak_grpc(const Connection& c) const {
+  if (c.uid == 0 || c.uid == own_uid_) return true;
+  if (!grpc_access_.group) return false;
+  return c.gid == *grpc_access_.group || peer_in_group(c.fd, *grpc_access_.group);
+}
+
+// gRPC 1.51's HTTP/2 side can be driven to hundreds of megabytes by one client (CVE-2023-44487,
+// CVE-2023-33953, streams that are never finished or read): job users, who need only the compact
+// protocol, never reach it. Said once in a while, not per connection.
+void Router::refuse_grpc(Connection& c) {
+  ++grpc_refused_;
+  log::debug("closed a connection of uid " + std::to_string(c.uid) +
+             " that did not speak the compact protocol (gRPC is not served to it)");
+  static log::RateLimited said(std::chrono::seconds(600));
+  said.write(log::Level::kInfo,
+             std::to_string(grpc_refused_) +
+                 " connections closed so far that did not speak the compact "
+                 "protocol, from users gRPC is not served to (see --grpc-group)");
   close_connection(c.id);
 }
 
@@ -381,6 +530,7 @@ void Router::close_connection(uint64_t id) {
   if (it == connections_.end()) return;
   Connection& c = *it->second;
   deadlines_.erase({c.deadline, id});
+  if (c.holds_answer) queued_.release(c.uid, c.out.body);
   if (c.fd >= 0) {
     // For a gRPC connection this reaches gRPC's descriptor too: the socket is shut, not just
     // this duplicate, and gRPC closes its side.

@@ -1,7 +1,9 @@
 // The real gpubindd on a real Unix socket: readiness, socket activation, plans identical to the
 // offline planner, the cache, reloads (good and bad), refused requests, watchdog, shutdown.
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "../support/daemon_process.h"
@@ -822,6 +825,190 @@ TEST_F(DaemonTest, ATricklingCompactClientIsCutOffAfterTwoSeconds) {
   close(fd);
   EXPECT_LT(held, 3s) << "the daemon let a trickling client hold a worker";
   EXPECT_TRUE(client().status(2s));
+}
+
+// ---- What no user can do to the daemon: unread answers, gRPC, the connection cap --------------
+
+// A request with a large answer on LUMI-G: 4096 tasks, `gpus_per_task` GPUs each with
+// `token_bytes`-byte tokens.
+v1::PlanRequest large_answer_request(uint32_t gpus_per_task, size_t token_bytes, bool bypass) {
+  v1::PlanRequest request;
+  request.set_ntasks(4096);
+  request.set_gpus_given(true);
+  request.set_gpus_per_task(gpus_per_task);
+  request.set_bypass_cache(bypass);
+  for (int g = 0; g < 8; ++g) {
+    auto* gpu = request.add_gpus();
+    gpu->set_node_index(g);
+    gpu->set_token(std::to_string(g) + std::string(token_bytes - 1, 'x'));
+  }
+  return request;
+}
+
+// A connection that sent `frame`; the answer's status and length once its 5-byte header came
+// (nothing more is read: the rest of the answer waits in the daemon), or nullopt.
+struct Unread {
+  int fd = -1;
+  std::optional<std::pair<uint8_t, uint32_t>> header;
+};
+Unread send_unread(const std::string& socket, const std::string& frame) {
+  Unread unread{testing::connect_unix(socket), std::nullopt};
+  EXPECT_GE(unread.fd, 0);
+  EXPECT_EQ(write(unread.fd, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  char header[compact::kAnswerHeaderBytes];
+  pollfd ready{unread.fd, POLLIN, 0};
+  if (poll(&ready, 1, 10000) == 1 && recv(unread.fd, header, sizeof header, MSG_WAITALL) == 5)
+    unread.header = {{static_cast<uint8_t>(header[0]), compact::get_length(header + 1)}};
+  return unread;
+}
+
+std::string read_rest(int fd, uint32_t length) {
+  std::string text(length, '\0');
+  EXPECT_EQ(recv(fd, text.data(), length, MSG_WAITALL), static_cast<ssize_t>(length));
+  return text;
+}
+
+// 24 connections of one user on one cached 4 MB answer, none read, cost that user 4 MB once (the
+// cache's bytes, shared), so every one gets its answer; two distinct 16 MB answers left unread
+// would hold more than a user's 32 MiB, so the second is refused with the reason.
+TEST_F(DaemonTest, UnreadAnswersAreSharedAndBoundedPerUser) {
+  start();
+  const std::string cached_4mb =
+      compact_frame(2, large_answer_request(2, 80, false).SerializeAsString());
+  std::vector<Unread> shared;
+  for (int i = 0; i < 24; ++i) {
+    shared.push_back(send_unread(socket_, cached_4mb));
+    ASSERT_TRUE(shared.back().header) << "connection " << i << "\n" << daemon_.log();
+    EXPECT_EQ(shared.back().header->first, compact::kStatusPlan) << "connection " << i;
+    EXPECT_GT(shared.back().header->second, 3'000'000u);
+  }
+  for (const Unread& unread : shared)
+    close(unread.fd);
+
+  const std::string big = large_answer_request(8, 128, true).SerializeAsString();
+  Unread first = send_unread(socket_, compact_frame(2, big));
+  ASSERT_TRUE(first.header) << daemon_.log();
+  ASSERT_EQ(first.header->first, compact::kStatusPlan);
+  EXPECT_GT(first.header->second, 12'000'000u);
+  Unread second = send_unread(socket_, compact_frame(2, big));
+  ASSERT_TRUE(second.header) << daemon_.log();
+  EXPECT_EQ(second.header->first, compact::kStatusRefused);
+  const std::string why = read_rest(second.fd, second.header->second);
+  EXPECT_NE(why.find("cannot be queued"), std::string::npos) << why;
+  EXPECT_NE(why.find("already waiting to be read"), std::string::npos) << why;
+  close(second.fd);
+  close(first.fd);
+  EXPECT_TRUE(protocol::ask_daemon(socket_, eight_task_step(), 3000)) << "serving goes on";
+}
+
+// What a client of uid `uid` (primary group `gid`, supplementary `groups`) gets for HTTP/2's
+// preface: true when the server answered with its own SETTINGS (gRPC serves it), false when the
+// connection was closed before a byte. The child speaks raw bytes: no gRPC after fork.
+bool grpc_serves(const std::string& socket, uid_t uid, gid_t gid, std::vector<gid_t> groups) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgroups(groups.size(), groups.data()) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
+      _exit(10);
+    const int fd = testing::connect_unix(socket);
+    static constexpr char kHello[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+    if (fd < 0 || write(fd, kHello, sizeof kHello - 1) != sizeof kHello - 1) _exit(11);
+    char frame[9];
+    const ssize_t n = recv(fd, frame, sizeof frame, MSG_WAITALL);
+    if (n == 9 && frame[3] == 4) _exit(0);  // a SETTINGS frame
+    _exit(n <= 0 ? 1 : 12);                 // closed (reset: what the client sent went unread)
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) <= 1) << "child status " << status;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// gRPC (HTTP/2) is served to root, the daemon's own user and --grpc-group members, whether the
+// group is their primary or a supplementary one; anyone else's connection is closed before a
+// byte, while the compact protocol serves everyone.
+TEST_F(DaemonTest, GrpcIsServedToRootTheDaemonsUserAndItsGroupOnly) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect as other users";
+  const struct group* users = getgrnam("users");
+  if (!users) GTEST_SKIP() << "no group 'users' to name in --grpc-group";
+  const gid_t admins = users->gr_gid;
+  start({"--grpc-group", "users"});
+  chmod(dir_.c_str(), 0755);
+  EXPECT_TRUE(grpc_serves(socket_, 0, 0, {}));
+  EXPECT_FALSE(grpc_serves(socket_, 65534, 65534, {}));
+  EXPECT_TRUE(grpc_serves(socket_, 65534, 65534, {admins}));
+  EXPECT_TRUE(grpc_serves(socket_, 65534, admins, {}));
+  EXPECT_FALSE(grpc_serves(socket_, 65533, 65533, {65532}));
+  EXPECT_TRUE(client().status(2s)) << "root's gRPC";
+
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    _exit(protocol::ask_daemon(socket_, eight_task_step(), 3000) ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "nobody's compact request";
+  EXPECT_NE(daemon_.log().find("closed a connection of uid 65534 that did not speak the compact"),
+            std::string::npos)
+      << daemon_.log();
+}
+
+// Three users each hold 64 connections that sent half a compact frame, reopening each as the
+// daemon closes it: more than the daemon's cap (146 here: its descriptor limit is lowered to
+// 420). A fourth user's single request is answered all along: at the cap, the user holding the
+// most gives up its oldest connection.
+TEST_F(DaemonTest, AtTheConnectionCapAUserWithOneConnectionGetsIn) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect as other users";
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  const rlimit ours = files;
+  files.rlim_cur = 420;  // the daemon's cap: (420 - 128) / 2 = 146 connections
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &files), 0);
+  start();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &ours), 0);
+  chmod(dir_.c_str(), 0755);
+  const auto until = std::chrono::steady_clock::now() + 4s;
+  std::vector<pid_t> holders;
+  for (uid_t uid : {65531u, 65532u, 65533u}) {
+    const pid_t child = fork();
+    if (child == 0) {
+      if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(10);
+      const char half[12] = {'G', 'P', 'U', 'B', 'I', 'N', 'D', 2, 100, 0, 0, 0};
+      std::vector<pollfd> held;
+      while (std::chrono::steady_clock::now() < until) {
+        while (held.size() < 64) {
+          const int fd = testing::connect_unix(socket_);
+          if (fd < 0 || send(fd, half, sizeof half, MSG_NOSIGNAL) != sizeof half) {
+            if (fd >= 0) close(fd);
+            break;
+          }
+          held.push_back({fd, POLLRDHUP, 0});
+        }
+        poll(held.data(), held.size(), 20);
+        for (pollfd& p : held) {
+          if (p.revents == 0) continue;
+          close(p.fd);
+          p.fd = -1;
+        }
+        std::erase_if(held, [](const pollfd& p) { return p.fd < 0; });
+      }
+      _exit(0);
+    }
+    holders.push_back(child);
+  }
+  std::this_thread::sleep_for(1s);  // the cap is full
+  int answered = 0, asked = 0;
+  for (; std::chrono::steady_clock::now() < until - 500ms; ++asked) {
+    answered += static_cast<bool>(protocol::ask_daemon(socket_, eight_task_step(), 2000));
+    std::this_thread::sleep_for(100ms);
+  }
+  for (pid_t child : holders)
+    waitpid(child, nullptr, 0);
+  EXPECT_GT(asked, 5);
+  EXPECT_EQ(answered, asked) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("connections are open"), std::string::npos)
+      << "the cap was reached\n"
+      << daemon_.log();
 }
 
 // Who serves the socket, and where it lies, decide whether the plugin talks to it at all: a

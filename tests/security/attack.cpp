@@ -86,6 +86,15 @@ modes (N, default in brackets):
   grpcheavy  the same as gRPC Plan calls (bypass_cache) [4]
   cachemem   N distinct 4096-task requests, one at a time, 30 s deadline each; S bounds the
              whole run (default 120) [100]
+  nonread-cached  N connections asking for the largest answer the cache keeps (4096 tasks,
+             ~4 MB on LUMI-G) and never reading it, re-opened as the daemon closes them [64]
+  nonread-big  the same with the largest answer there is, planned afresh (bypass_cache,
+             ~16 MB) [12]
+  h2streams  HTTP/2 connections opening N streams each (HEADERS, never finished) [40000]
+  h2nonread  HTTP/2 connections with a receive window of 0 sending N Plan calls a second, each
+             a bypass_cache request of the largest answer, never read [5]
+  multiuser  --users U processes, each as its own uid (--attacker-uid, +1, ...), holding N
+             connections each that sent a compact header and then nothing [64]
 
 --attacker-uid UID  the attacking child drops to UID (and its group) first; needs root
 --attacker-cpus L   the attacking child runs only on these CPUs ("3" or "2,3"), as Slurm's
@@ -93,6 +102,13 @@ modes (N, default in brackets):
 --max-p99-ms X      fail when the probes' 99th percentile exceeds X ms
 --max-misses Y      fail when more than Y probes miss their 1000 ms deadline (or fail)
 --max-rss-mib Z     fail when the daemon's resident memory peaks above Z MiB
+--max-hwm-mib Z     fail when the daemon's peak resident memory since it started (VmHWM)
+                    exceeds Z MiB
+--probe-timeout-ms T  the probes' deadline (default 1000, the plugin's)
+--probe-uid UID     the probes connect as UID (needs root)
+--users U           multiuser: how many users attack (default 65)
+--expect-grpc-refused  h2streams, h2nonread: fail unless the daemon closes the attacker's
+                    connections without a byte of HTTP/2 (gRPC is not served to that user)
 The daemon dying, or (cachemem) a request left unanswered, always fails.
 )";
 
@@ -105,7 +121,12 @@ enum class Mode {
   kH2idle,
   kHeavy,
   kGrpcHeavy,
-  kCachemem
+  kCachemem,
+  kNonreadCached,
+  kNonreadBig,
+  kH2Streams,
+  kH2Nonread,
+  kMultiuser
 };
 
 struct ModeInfo {
@@ -125,6 +146,11 @@ constexpr ModeInfo kModes[] = {
     {"heavy", Mode::kHeavy, 4, 256},
     {"grpcheavy", Mode::kGrpcHeavy, 4, 256},
     {"cachemem", Mode::kCachemem, 100, 100000},
+    {"nonread-cached", Mode::kNonreadCached, 64, 1000},
+    {"nonread-big", Mode::kNonreadBig, 12, 1000},
+    {"h2streams", Mode::kH2Streams, 40000, 1000000},
+    {"h2nonread", Mode::kH2Nonread, 5, 100},
+    {"multiuser", Mode::kMultiuser, 64, 1000},
 };
 
 struct Options {
@@ -139,6 +165,11 @@ struct Options {
   std::optional<double> max_p99_ms;
   std::optional<long> max_misses;
   std::optional<double> max_rss_mib;
+  std::optional<double> max_hwm_mib;
+  int probe_timeout_ms = protocol::kDefaultTimeoutMs;
+  std::optional<uid_t> probe_uid;
+  long users = 65;
+  bool expect_grpc_refused = false;
 };
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -183,6 +214,10 @@ Options parse_options(int argc, char** argv) {
       std::exit(0);
     }
     if (arg.rfind("--", 0) != 0) usage_error("unexpected argument '" + arg + "'");
+    if (arg == "--expect-grpc-refused") {
+      options.expect_grpc_refused = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error(arg + " needs a value");
     const std::string value = argv[++i];
     auto whole = [&](long low, long high) {
@@ -210,7 +245,8 @@ Options parse_options(int argc, char** argv) {
                                    [&](const ModeInfo& m) { return value == m.name; });
       if (it == std::end(kModes)) {
         usage_error("--mode: unknown mode '" + value +
-                    "' (none, idle, fresh, slowloris, flood, h2idle, heavy, grpcheavy, cachemem)");
+                    "' (none, idle, fresh, slowloris, flood, h2idle, heavy, grpcheavy, cachemem, "
+                    "nonread-cached, nonread-big, h2streams, h2nonread, multiuser)");
       }
       options.mode = *it;
       have_mode = true;
@@ -239,6 +275,14 @@ Options parse_options(int argc, char** argv) {
       options.max_misses = whole(0, 1L << 30);
     } else if (arg == "--max-rss-mib") {
       options.max_rss_mib = positive();
+    } else if (arg == "--max-hwm-mib") {
+      options.max_hwm_mib = positive();
+    } else if (arg == "--probe-timeout-ms") {
+      options.probe_timeout_ms = static_cast<int>(whole(1, 60000));
+    } else if (arg == "--probe-uid") {
+      options.probe_uid = static_cast<uid_t>(whole(0, 0x7fffffff));
+    } else if (arg == "--users") {
+      options.users = whole(1, 1000);
     } else {
       usage_error("unknown option '" + arg + "'");
     }
@@ -283,6 +327,9 @@ long status_field(pid_t pid, const char* name) {
 
 long rss_kib(pid_t pid) {
   return status_field(pid, "VmRSS:");
+}
+long hwm_kib(pid_t pid) {
+  return status_field(pid, "VmHWM:");
 }
 long thread_count(pid_t pid) {
   return status_field(pid, "Threads:");
@@ -332,6 +379,8 @@ bool daemon_alive(pid_t pid) {
 // What the attacking child tells the parent when it is done (one write, under PIPE_BUF).
 struct Report {
   long unanswered = 0;  // cachemem requests left without an answer
+  long h2_served = -1;  // h2 modes: connections the daemon sent HTTP/2 bytes on
+  long h2_closed = 0;   // h2 modes: connections the daemon closed
   int setup_failed = 0;
   char text[3800] = {};
 };
@@ -355,6 +404,9 @@ struct Attack {
   AttackStats stats;
   std::string extra;  // mode-specific words for the result line
   long unanswered = 0;
+  long h2_served = -1, h2_closed = 0;
+  long users = 0;
+  uid_t first_uid = 0;
 };
 
 bool running(const Attack& attack) {
@@ -628,9 +680,234 @@ void cache_memory(Attack& attack) {
                  " unanswered=" + std::to_string(attack.unanswered);
 }
 
+// ---- Answers nobody reads, HTTP/2 from users gRPC is not served to, many users at once --------
+
+// A compact request frame around binder.proto's PlanRequest (built through the schema: the plugin
+// never sends bypass_cache).
+std::string compact_frame(const gpubind::v1::PlanRequest& request) {
+  const std::string body = request.SerializeAsString();
+  std::string frame(compact::kMagic, sizeof compact::kMagic);
+  frame += static_cast<char>(compact::kVersion);
+  char length[4];
+  compact::put_length(length, static_cast<uint32_t>(body.size()));
+  frame.append(length, 4);
+  return frame + body;
+}
+
+// On LUMI-G (8 GPUs, 128 CPUs): the largest answer the cache still keeps (4096 tasks, two GPUs
+// each with 80-byte tokens: ~4.1 MB from ~700 bytes) or, planned afresh every time, the largest
+// answer there is (eight GPUs each with 128-byte tokens: ~16 MB).
+gpubind::v1::PlanRequest large_answer_request(bool largest) {
+  gpubind::v1::PlanRequest request;
+  request.set_job_id(7);
+  request.set_ntasks(4096);
+  request.set_allowed_cpus("0-127");
+  request.set_gpus_given(true);
+  request.set_gpus_per_task(largest ? 8 : 2);
+  request.set_smt(2);
+  request.set_omp_places(true);
+  request.set_bypass_cache(largest);
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    auto* given = request.add_gpus();
+    given->set_node_index(gpu);
+    given->set_token(std::to_string(gpu) + std::string(largest ? 127 : 79, largest ? 'x' : 'y'));
+  }
+  return request;
+}
+
+// The answer's size, read whole once (so the attack is known to ask for what it means to, and a
+// cacheable answer is in the cache before the connections that never read it).
+std::optional<size_t> answer_size(Attack& attack, const std::string& frame) {
+  auto fd = protocol::connect_unix(attack.socket, Clock::now() + 5s);
+  if (!fd) return std::nullopt;
+  const auto deadline = Clock::now() + 30s;
+  std::optional<size_t> size;
+  char header[compact::kAnswerHeaderBytes];
+  if (protocol::send_all(*fd, frame.data(), frame.size(), deadline) &&
+      protocol::receive_all(*fd, header, sizeof header, deadline) &&
+      header[0] == compact::kStatusPlan) {
+    std::string answer(compact::get_length(header + 1), '\0');
+    if (protocol::receive_all(*fd, answer.data(), answer.size(), deadline)) size = answer.size();
+  }
+  close(*fd);
+  return size;
+}
+
+// nonread-cached, nonread-big: `count` connections that send `frame` and never read a byte of
+// the answer (a small receive buffer, so it waits in the daemon), each re-opened as soon as the
+// daemon closes it.
+void hold_unread(Attack& attack, const std::string& frame) {
+  const auto size = answer_size(attack, frame);
+  const auto wanted = static_cast<size_t>(attack.count);
+  std::vector<pollfd> held;
+  while (running(attack)) {
+    while (held.size() < wanted && running(attack)) {
+      const int fd = open_connection(attack, frame, 1s);
+      if (fd < 0) break;  // retried after the poll below
+      const int small = 4096;
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+      held.push_back({fd, POLLRDHUP, 0});
+    }
+    poll(held.data(), held.size(), 50);
+    for (pollfd& p : held) {
+      if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+      close(p.fd);
+      p.fd = -1;
+      ++attack.stats.dropped;
+    }
+    held.erase(std::remove_if(held.begin(), held.end(), [](const pollfd& p) { return p.fd < 0; }),
+               held.end());
+  }
+  for (const pollfd& p : held)
+    close(p.fd);
+  attack.extra = "answer_bytes=" + (size ? std::to_string(*size) : std::string("none")) +
+                 " opened=" + std::to_string(attack.stats.opened.load()) +
+                 " refused=" + std::to_string(attack.stats.refused.load()) +
+                 " closed_by_daemon=" + std::to_string(attack.stats.dropped.load());
+  if (!size) attack.stats.note("the large answer was not served even once");
+}
+
 constexpr char kH2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
 constexpr char kEmptySettings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+
+std::string h2_frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string frame;
+  for (int shift : {16, 8, 0})
+    frame += static_cast<char>((payload.size() >> shift) & 0xff);
+  frame += static_cast<char>(type);
+  frame += static_cast<char>(flags);
+  for (int shift : {24, 16, 8, 0})
+    frame += static_cast<char>((stream >> shift) & 0xff);
+  return frame + payload;
+}
+
+// A gRPC Plan call's headers as HPACK literals without indexing (every string under 127 bytes).
+std::string plan_call_headers() {
+  std::string block;
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{":method", "POST"},
+                                                        {":scheme", "http"},
+                                                        {":path", "/gpubind.v1.Binder/Plan"},
+                                                        {":authority", "localhost"},
+                                                        {"content-type", "application/grpc"},
+                                                        {"te", "trailers"}}) {
+    block += '\0';
+    block += static_cast<char>(name.size());
+    block += name;
+    block += static_cast<char>(value.size());
+    block += value;
+  }
+  return block;
+}
+
+// h2streams, h2nonread: HTTP/2 connections that open streams (h2streams: `count` HEADERS never
+// finished; h2nonread: with a receive window of 0, `count` Plan calls a second of the largest
+// answer, never read), re-opened whenever the daemon closes them. Counts the connections on which
+// the daemon sent anything (its SETTINGS: gRPC served them) and those it closed.
+void h2_streams(Attack& attack, bool nonread) {
+  constexpr uint8_t kHeaders = 1, kData = 0, kEndStream = 1, kEndHeaders = 4;
+  const std::string headers = plan_call_headers();
+  std::string message(5, '\0');
+  const std::string plan = large_answer_request(true).SerializeAsString();
+  for (int i = 0; i < 4; ++i)
+    message[1 + i] = static_cast<char>((plan.size() >> (24 - 8 * i)) & 0xff);
+  message += plan;
+  // SETTINGS_INITIAL_WINDOW_SIZE (4) = 0: the daemon may not send a byte of any answer.
+  const std::string zero_window = h2_frame(4, 0, 0, std::string("\0\4\0\0\0\0", 6));
+  const std::string hello = std::string(kH2Preface, sizeof kH2Preface - 1) +
+                            (nonread ? zero_window : std::string(kEmptySettings, 9));
+  long served = 0, closed = 0, streams = 0;
+  while (running(attack)) {
+    const int fd = open_connection(attack, hello, 1s);
+    if (fd < 0) {
+      std::this_thread::sleep_for(10ms);
+      continue;
+    }
+    bool spoke = false, gone = false;
+    uint32_t stream = 1;
+    auto next_call = Clock::now();
+    for (long opened = 0; running(attack) && !gone;) {
+      if (!nonread && opened < attack.count) {
+        std::string batch;
+        for (int i = 0; i < 100 && opened < attack.count; ++i, ++opened, stream += 2)
+          batch += h2_frame(kHeaders, kEndHeaders, stream, headers);
+        gone = send(fd, batch.data(), batch.size(), MSG_NOSIGNAL) < 0 && errno != EAGAIN;
+        streams += gone ? 0 : 100;
+      } else if (nonread && Clock::now() >= next_call) {
+        const std::string call = h2_frame(kHeaders, kEndHeaders, stream, headers) +
+                                 h2_frame(kData, kEndStream, stream, message);
+        gone = send(fd, call.data(), call.size(), MSG_NOSIGNAL) < 0 && errno != EAGAIN;
+        stream += 2;
+        ++streams;
+        next_call += std::chrono::milliseconds(1000 / attack.count);
+      }
+      pollfd reply{fd, POLLIN | POLLRDHUP, 0};
+      if (poll(&reply, 1, opened < attack.count && !nonread ? 0 : 20) > 0) {
+        char byte;
+        const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) spoke = true;  // what gRPC sent is left unread, as an attacker would
+        if (n == 0 || (n < 0 && errno != EAGAIN) || (reply.revents & (POLLRDHUP | POLLHUP)))
+          gone = true;
+      }
+    }
+    close(fd);
+    served += spoke;
+    closed += gone;
+    if (gone) std::this_thread::sleep_for(5ms);
+  }
+  attack.h2_served = served;
+  attack.h2_closed = closed;
+  attack.extra = "connections=" + std::to_string(attack.stats.opened.load()) +
+                 " streams=" + std::to_string(streams) +
+                 " served_by_grpc=" + std::to_string(served) +
+                 " closed_by_daemon=" + std::to_string(closed);
+}
+
+// multiuser: `users` processes, each as its own uid from `first_uid` (no account needed:
+// SO_PEERCRED reports the raw uid), each holding `count` connections that sent a compact header
+// announcing 100 bytes and then nothing, re-opened as the daemon closes them. Runs as root.
+void many_users(Attack& attack) {
+  std::string header(compact::kMagic, sizeof compact::kMagic);
+  header += static_cast<char>(compact::kVersion);
+  char length[4];
+  compact::put_length(length, 100);
+  header.append(length, 4);
+  int totals[2];
+  if (pipe2(totals, O_CLOEXEC) != 0) {
+    attack.stats.note(std::string("pipe: ") + std::strerror(errno));
+    return;
+  }
+  std::vector<pid_t> children;
+  for (long i = 0; i < attack.users; ++i) {
+    const uid_t uid = attack.first_uid + static_cast<uid_t>(i);
+    const pid_t child = fork();
+    if (child < 0) break;
+    if (child == 0) {
+      close(totals[0]);
+      if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      hold_connections(attack, header, false);
+      const long counts[3] = {attack.stats.opened, attack.stats.refused, attack.stats.dropped};
+      if (write(totals[1], counts, sizeof counts) != sizeof counts) _exit(4);
+      _exit(0);
+    }
+    children.push_back(child);
+  }
+  close(totals[1]);
+  long sums[3] = {0, 0, 0}, reported = 0;
+  for (long counts[3]; read(totals[0], counts, sizeof counts) == sizeof counts; ++reported) {
+    for (int k = 0; k < 3; ++k)
+      sums[k] += counts[k];
+  }
+  close(totals[0]);
+  for (pid_t child : children)
+    waitpid(child, nullptr, 0);
+  attack.extra = "users=" + std::to_string(children.size()) +
+                 " reported=" + std::to_string(reported) + " opened=" + std::to_string(sums[0]) +
+                 " refused=" + std::to_string(sums[1]) +
+                 " closed_by_daemon=" + std::to_string(sums[2]);
+}
 
 void run_attack(Attack& attack, Mode mode) {
   switch (mode) {
@@ -663,6 +940,16 @@ void run_attack(Attack& attack, Mode mode) {
       return grpc_heavy(attack);
     case Mode::kCachemem:
       return cache_memory(attack);
+    case Mode::kNonreadCached:
+      return hold_unread(attack, compact_frame(large_answer_request(false)));
+    case Mode::kNonreadBig:
+      return hold_unread(attack, compact_frame(large_answer_request(true)));
+    case Mode::kH2Streams:
+      return h2_streams(attack, false);
+    case Mode::kH2Nonread:
+      return h2_streams(attack, true);
+    case Mode::kMultiuser:
+      return many_users(attack);
   }
 }
 
@@ -693,7 +980,10 @@ void write_report(int fd, const Report& report) {
     if (sched_setaffinity(0, sizeof cpus, &cpus) != 0)
       fail(std::string("cannot confine the attacker to its CPUs: ") + std::strerror(errno));
   }
-  if (options.attacker_uid && geteuid() == 0) {
+  const bool many_users = options.mode.mode == Mode::kMultiuser;
+  if (many_users && (!options.attacker_uid || geteuid() != 0))
+    fail("multiuser needs root and --attacker-uid (the first of its users)");
+  if (options.attacker_uid && geteuid() == 0 && !many_users) {
     if (setgroups(0, nullptr) != 0 || setgid(options.attacker_gid) != 0 ||
         setuid(*options.attacker_uid) != 0) {
       fail("cannot become uid " + std::to_string(*options.attacker_uid) + ": " +
@@ -710,6 +1000,8 @@ void write_report(int fd, const Report& report) {
   attack.socket = options.socket;
   attack.count = options.count;
   attack.stop = stop;
+  attack.users = options.users;
+  attack.first_uid = options.attacker_uid.value_or(0);
   if (options.mode.mode != Mode::kNone) {
     auto fd = protocol::connect_unix(attack.socket, Clock::now() + 2s);
     if (!fd && fd.error().message.find("Permission denied") != std::string::npos) {
@@ -723,6 +1015,8 @@ void write_report(int fd, const Report& report) {
   if (!attack.stats.first_error.empty())
     text += "\n  attack's first error: " + attack.stats.first_error;
   report.unanswered = attack.unanswered;
+  report.h2_served = attack.h2_served;
+  report.h2_closed = attack.h2_closed;
   std::snprintf(report.text, sizeof report.text, "%s", text.c_str());
   write_report(report_fd, report);
   _exit(0);
@@ -745,12 +1039,16 @@ std::string probe_request() {
   return *bytes;
 }
 
-// One probe: its latency in ms, or the error.
+// One probe: its latency in ms, or the error. As `probe_uid` when given (the daemon knows its
+// client by the uid it connected with; the rest of this process stays root, to read /proc).
 std::pair<double, std::optional<std::string>> probe_once(const std::string& socket,
-                                                         const std::string& request) {
+                                                         const std::string& request, int timeout_ms,
+                                                         std::optional<uid_t> probe_uid) {
+  if (probe_uid && seteuid(*probe_uid) != 0)
+    setup_error("cannot probe as uid " + std::to_string(*probe_uid) + ": " + std::strerror(errno));
   const auto start = Clock::now();
-  auto answer =
-      protocol::exchange(socket, request, protocol::kDefaultTimeoutMs, {std::nullopt, false});
+  auto answer = protocol::exchange(socket, request, timeout_ms, {std::nullopt, false});
+  if (probe_uid && seteuid(0) != 0) setup_error("cannot become root again after a probe");
   std::optional<std::string> error;
   if (!answer) {
     error = answer.error().message;
@@ -789,7 +1087,10 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   const std::string request = probe_request();
-  if (auto [ms, error] = probe_once(options.socket, request); error)
+  if (options.probe_uid && geteuid() != 0) setup_error("--probe-uid needs root");
+  if (auto [ms, error] =
+          probe_once(options.socket, request, options.probe_timeout_ms, options.probe_uid);
+      error)
     setup_error("the daemon does not answer the probe before any attack: " + *error);
 
   const long rss_before = rss_kib(pid);
@@ -824,13 +1125,14 @@ int main(int argc, char** argv) {
     if (until_done && !child_done && waitpid(child, &child_status, WNOHANG) == child)
       child_done = true;
     if (Clock::now() >= probe_end || child_done) break;
-    auto [ms, error] = probe_once(options.socket, request);
+    auto [ms, error] =
+        probe_once(options.socket, request, options.probe_timeout_ms, options.probe_uid);
     if (error) {
       ++failed;
-      ms = std::max(ms, static_cast<double>(protocol::kDefaultTimeoutMs));
+      ms = std::max(ms, static_cast<double>(options.probe_timeout_ms));
       if (first_failure.empty()) first_failure = *error;
     }
-    if (ms >= protocol::kDefaultTimeoutMs) ++misses;
+    if (ms >= options.probe_timeout_ms) ++misses;
     latencies.push_back(ms);
     rss_peak = std::max(rss_peak, rss_kib(pid));
     fds_peak = std::max(fds_peak, fd_count(pid));
@@ -863,6 +1165,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(500ms);  // what the daemon keeps once the attack has gone
   const bool alive = daemon_alive(pid);
   const long rss_after = rss_kib(pid);
+  const long hwm = hwm_kib(pid);
   const double cpu_after = cpu_seconds(pid);
   rss_peak = std::max(rss_peak, rss_after);
   fds_peak = std::max(fds_peak, fd_count(pid));
@@ -880,11 +1183,11 @@ int main(int argc, char** argv) {
     std::snprintf(cpu, sizeof cpu, "%.2f", cpu_after - cpu_before);
   std::printf(
       "mode=%s n=%ld seconds=%g probes=%zu p50_ms=%.2f p99_ms=%.2f max_ms=%.2f misses=%ld "
-      "failed=%ld rss_mib=%ld->%ld(peak %ld) cpu_s=%s fds_peak=%ld threads_peak=%ld %s%s "
-      "alive=%s\n",
+      "failed=%ld rss_mib=%ld->%ld(peak %ld) hwm_mib=%ld cpu_s=%s fds_peak=%ld threads_peak=%ld "
+      "%s%s alive=%s\n",
       options.mode.name, options.count, options.seconds, latencies.size(),
       percentile(latencies, 50), p99, percentile(latencies, 100), misses, failed, mib(rss_before),
-      mib(rss_after), mib(rss_peak), cpu, fds_peak, threads_peak, attack_text.c_str(),
+      mib(rss_after), mib(rss_peak), mib(hwm), cpu, fds_peak, threads_peak, attack_text.c_str(),
       attacker_killed ? " attacker_killed=yes" : "", alive ? "yes" : "no");
   if (!first_failure.empty()) std::printf("  first probe failure: %s\n", first_failure.c_str());
   if (!attack_detail.empty()) std::printf("%s\n", attack_detail.c_str() + 1);
@@ -905,6 +1208,18 @@ int main(int argc, char** argv) {
                   *options.max_rss_mib);
     exceeded.push_back(text);
   }
+  if (options.max_hwm_mib && hwm > static_cast<long>(*options.max_hwm_mib * 1024)) {
+    char text[96];
+    std::snprintf(text, sizeof text, "peak resident memory since start (VmHWM) %.1f MiB > %g",
+                  hwm / 1024.0, *options.max_hwm_mib);
+    exceeded.push_back(text);
+  }
+  if (options.expect_grpc_refused && report.h2_served != 0) {
+    exceeded.push_back("the daemon served HTTP/2 to the attacker on " +
+                       std::to_string(report.h2_served) + " connections");
+  }
+  if (options.expect_grpc_refused && report.h2_closed == 0)
+    exceeded.push_back("the daemon never closed the attacker's HTTP/2 connections");
   if (report.unanswered > 0)
     exceeded.push_back(std::to_string(report.unanswered) + " cachemem requests unanswered");
   for (const std::string& what : exceeded)

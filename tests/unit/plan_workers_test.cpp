@@ -55,6 +55,39 @@ TEST(PlanWorkers, RefusesPastAUsersQueueLimit) {
   workers.stop();
 }
 
+// Large plans (tens of megabytes each while they are made) run one at a time, whoever sent them,
+// while small ones of every user go on beside them; the large ones all run in the end.
+TEST(PlanWorkers, LargeJobsRunOneAtATimeBesideSmallOnes) {
+  PlanWorkers workers(
+      {.threads = 4, .running_per_uid = 2, .queued_per_uid = 64, .large_at_once = 1});
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> large_running{0}, large_peak{0}, large_done{0};
+  auto large = [&] {
+    const int now = ++large_running;
+    int peak = large_peak;
+    while (now > peak && !large_peak.compare_exchange_weak(peak, now)) {
+    }
+    released.wait();
+    --large_running;
+    ++large_done;
+  };
+  for (uid_t uid : {1000u, 1001u}) {
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(workers.submit(uid, large, true));
+  }
+  std::promise<void> served;
+  ASSERT_TRUE(workers.submit(2000, [&] { served.set_value(); }));
+  EXPECT_EQ(served.get_future().wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(large_peak.load(), 1);
+  release.set_value();
+  for (int i = 0; i < 500 && large_done < 6; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(large_done.load(), 6);
+  EXPECT_EQ(large_peak.load(), 1);
+  workers.stop();
+}
+
 // The daemon gives a burst's free memory back once its planners idle: never before any job, never
 // while one runs, once per idle spell.
 TEST(PlanWorkers, RunsTheIdleHookOnceAfterEachBurst) {

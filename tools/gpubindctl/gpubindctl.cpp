@@ -1,5 +1,8 @@
 // gpubindctl: inspect a node's topology, the binding plan gpubind makes for a job step, and the
 // daemon serving them. Offline with --topology FILE.xml, else it asks gpubindd.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,6 +76,41 @@ const std::set<std::string> kPlanValues = {"ntasks",        "cpus",          "gp
 int fail(const std::string& message, int code = kExitBadInput) {
   std::fprintf(stderr, "gpubindctl: %s\n", message.c_str());
   return code;
+}
+
+// Whether gpubindd on `socket` closes a gRPC connection from this user before answering it: it
+// serves gRPC to root, its own user and its --grpc-group only (gpubindd(8)).
+bool grpc_refused_to_me(const std::string& socket_path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+  // HTTP/2's preface and an empty SETTINGS frame: a server that serves it answers with its own.
+  static constexpr char kHello[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+  bool refused = false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      send(fd, kHello, sizeof kHello - 1, MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(sizeof kHello - 1)) {
+    pollfd reply{fd, POLLIN, 0};
+    char byte;
+    refused = poll(&reply, 1, 1000) == 1 && recv(fd, &byte, 1, 0) <= 0;
+  }
+  close(fd);
+  return refused;
+}
+
+// A failed call to the daemon, with what to do when the daemon does not serve this user gRPC.
+int fail_from_daemon(const std::string& socket_path, const Error& error, int code = kExitFailed) {
+  if (error.message.find("daemon unavailable") == std::string::npos ||
+      !grpc_refused_to_me(socket_path)) {
+    return fail(error.message, code);
+  }
+  return fail(
+      error.message + "\ngpubindd serves gRPC only to root, its own user and members of " +
+          "its --grpc-group (gpubindd(8)); ask the node's administrator, or see this node " +
+          "offline with --topology live",
+      kExitFailed);
 }
 
 Result<CpuSet> parse_cpus(const std::string& text) {
@@ -162,7 +200,7 @@ int run_topology(const Args& args) {
     auto access = daemon_access(args);
     if (!access) return fail(access.error().message);
     auto fetched = client::BinderClient(access->socket).topology(access->timeout);
-    if (!fetched) return fail(fetched.error().message, kExitFailed);
+    if (!fetched) return fail_from_daemon(access->socket, fetched.error());
     topology = std::move(fetched->topology);
   }
   std::cout << (args.has("json") ? topology_to_json(topology) : topology_to_text(topology));
@@ -259,10 +297,11 @@ int run_plan(const Args& args) {
     return fail("--time applies offline only (with --topology)");
   auto planned = offline(args) ? plan_offline(args, *request) : plan_from_daemon(args, *request);
   if (!planned) {
+    if (offline(args)) return fail(planned.error().message, kExitBadInput);
     // A GPU or CPU the daemon's node lacks is, here, one the command line named.
-    const bool bad_input =
-        offline(args) || planned.error().invalid_input || planned.error().node_mismatch;
-    return fail(planned.error().message, bad_input ? kExitBadInput : kExitFailed);
+    const bool bad_input = planned.error().invalid_input || planned.error().node_mismatch;
+    return fail_from_daemon(args.get("socket").value_or(client::default_socket()), planned.error(),
+                            bad_input ? kExitBadInput : kExitFailed);
   }
   if (auto svg = args.get("svg")) {
     const std::string drawing =
@@ -278,7 +317,7 @@ int run_status(const Args& args) {
   auto access = daemon_access(args);
   if (!access) return fail(access.error().message);
   auto status = client::BinderClient(access->socket).status(access->timeout);
-  if (!status) return fail(status.error().message, kExitFailed);
+  if (!status) return fail_from_daemon(access->socket, status.error());
   const client::DaemonStatus& s = *status;
   if (args.has("json")) {
     const output::Json json{{"socket", access->socket},
@@ -342,7 +381,7 @@ int run_bench(const Args& args) {
   if (!access) return fail(access.error().message);
   // One call first: the daemon must answer, and the floor echoes an answer of the same size.
   auto probe = client::BinderClient(access->socket).plan(request, {}, access->timeout);
-  if (!probe) return fail(probe.error().message, kExitFailed);
+  if (!probe) return fail_from_daemon(access->socket, probe.error());
   const bool bypass = args.has("no-cache");
   client::BinderClient status_client(access->socket);
   auto before = status_client.status(access->timeout);

@@ -22,6 +22,12 @@ class PlanWorkers;
 // worker that plans it: parsed once and keyed once, by BinderService::receive, and answered from
 // the state it was keyed in.
 class KeyedRequest {
+ public:
+  // Planning more tasks than this may take tens of megabytes: PlanWorkers makes few such plans
+  // at once. Every other job step's plan stays below a few megabytes.
+  static constexpr uint32_t kLargeTasks = 1024;
+  bool large() const { return request_.ntasks() > kLargeTasks; }
+
  private:
   friend class BinderService;
   KeyedRequest(v1::PlanRequest request, StatePtr state, std::string key)
@@ -59,10 +65,11 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   struct Answer {
     PlanCache::Entry bytes;
     bool cached = false;
-    // The bytes as sent: a cached answer gets `cached` appended (a field appended to serialized
-    // protobuf overrides the one before it), so stored bytes go out without a parse.
+    // The bytes as sent are `bytes` then `suffix()`: a cached answer gets `cached` appended (a
+    // field appended to serialized protobuf overrides the one before it), so stored bytes go out
+    // without a parse or a copy.
     size_t size() const;
-    void append_to(std::string& out) const;
+    std::string_view suffix() const;
   };
 
   // The one way a Plan request's bytes become a KeyedRequest, whichever protocol brought them:
@@ -97,6 +104,7 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   // Why `request` gets no plan: its own fault (invalid_input), or it does not fit the daemon's
   // view of the node (node_mismatch, logged as a warning).
   Error refuse(const Error& why, const v1::PlanRequest& request);
+  static Result<std::string> plan_bytes(const DaemonState& state, const v1::PlanRequest& request);
   // `request` with the state it is answered from and, unless it bypasses the cache, its key.
   KeyedRequest key(v1::PlanRequest request);
   // Answers `request` into `response`: the status to finish the call with.
