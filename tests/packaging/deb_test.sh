@@ -2,7 +2,8 @@
 # The Debian package as an admin installs it: `cpack -G DEB` lists every file it must ship, with
 # its conffiles and maintainer scripts; `dpkg -i` creates the gpubind user; the socket unit's
 # daemon, started by hand as systemd would (socket activation, the unit's ExecStart, user
-# gpubind), answers `gpubindctl status` for an unprivileged user; every man page is found by man;
+# gpubind), answers root's `gpubindctl status`, refuses gRPC to an unprivileged user with the reason
+# and plans that user's gpubind-run over the compact protocol; every man page is found by man;
 # `dpkg --purge` removes it all. Also: the source tarball holds every tracked source and the
 # RPM spec, and rpmbuild unpacks it with that spec.
 # Usage: deb_test.sh BUILD_DIR SOURCE_DIR   (exit 77 = skipped)
@@ -109,15 +110,25 @@ systemd-socket-activate -l "$listen" setpriv --reuid="$user" --regid="$user" --i
 activator=$!
 for _ in $(seq 100); do grep -q "^Listening on" "$tmp/daemon.log" && break; sleep 0.05; done
 chmod "$mode" "$listen"
-status=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl status 2>&1)
+# gRPC is served to root and the daemon's own user (and --grpc-group, none by default): an
+# unprivileged user is told so; the launch path, the compact protocol, is every user's.
+status=$(/usr/bin/gpubindctl status 2>&1)
 if [[ "$status" == *"(socket-activated)"* && "$status" == *"policy    /etc/gpubind/policy.conf (generation 1)"* ]]; then
-  ok "an unprivileged user's gpubindctl status reaches the socket-activated daemon"
+  ok "root's gpubindctl status reaches the socket-activated daemon"
 else
   bad "gpubindctl status" "$status" "$(cat "$tmp/daemon.log")"
 fi
+refused=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl status 2>&1)
+[[ $? -ne 0 && "$refused" == *"gpubindd serves gRPC only to root, its own user and members of its --grpc-group"* ]] &&
+  ok "an unprivileged user's gpubindctl status is refused, saying why" || bad "unprivileged status" "$refused"
+bound=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubind-run --local-rank 0 \
+  --local-size 1 --dry-run -- true 2>&1)
+[[ "$bound" == *"[daemon]"* ]] &&
+  ok "an unprivileged user's gpubind-run is planned by the installed daemon (compact protocol)" ||
+  bad "unprivileged gpubind-run" "$bound" "$(cat "$tmp/daemon.log")"
 owner=$(ps -o user=,comm= -p "$activator" | xargs)  # systemd-socket-activate execs the daemon
 [[ "$owner" == "gpubind gpubindd" ]] && ok "gpubindd runs as the gpubind user" || bad "gpubindd runs as '$owner'"
-plan=$(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/gpubindctl plan --ntasks 1 2>&1)
+plan=$(/usr/bin/gpubindctl plan --ntasks 1 2>&1)
 [[ "$plan" == rank* ]] && ok "plan from the installed daemon" || bad "plan" "$plan"
 kill "$activator" 2>/dev/null
 pkill -u gpubind -x gpubindd
