@@ -32,6 +32,7 @@ void locality_to_proto(const Locality& loc, v1::Locality& proto) {
   proto.set_package_index(loc.package_index);
   for (int bridge : loc.pci_path)
     proto.add_pci_path(bridge);
+  proto.set_basis(loc.basis);
 }
 
 Locality locality_from_proto(const v1::Locality& proto) {
@@ -42,6 +43,7 @@ Locality locality_from_proto(const v1::Locality& proto) {
   loc.numa_index = proto.numa_index();
   loc.package_index = proto.package_index();
   loc.pci_path.assign(proto.pci_path().begin(), proto.pci_path().end());
+  loc.basis = proto.basis();
   return loc;
 }
 
@@ -198,6 +200,10 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
   proto.set_l3_count(static_cast<uint32_t>(topology.l3_count));
   proto.set_numa_count(static_cast<uint32_t>(topology.numa_count));
   proto.set_package_count(static_cast<uint32_t>(topology.package_count));
+  for (int number : topology.numa_os_numbers)
+    proto.add_numa_os_numbers(number);
+  for (const std::string& warning : topology.warnings)
+    proto.add_warnings(warning);
   for (const Core& core : topology.cores) {
     v1::Core* out = proto.add_cores();
     for (int pu : core.pus)
@@ -216,6 +222,8 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
     out->set_partition(static_cast<uint32_t>(gpu.partition));
     out->set_partitions(static_cast<uint32_t>(gpu.partitions));
     out->set_tiles(static_cast<uint32_t>(gpu.tiles));
+    out->set_uuid(gpu.uuid);
+    out->set_found_by(gpu.found_by);
     locality_to_proto(gpu.locality, *out->mutable_locality());
   }
   for (const Nic& nic : topology.nics) {
@@ -237,6 +245,8 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
   t.l3_count = static_cast<int>(proto.l3_count());
   t.numa_count = static_cast<int>(proto.numa_count());
   t.package_count = static_cast<int>(proto.package_count());
+  t.numa_os_numbers.assign(proto.numa_os_numbers().begin(), proto.numa_os_numbers().end());
+  t.warnings.assign(proto.warnings().begin(), proto.warnings().end());
   for (const v1::Core& in : proto.cores()) {
     Core core;
     core.index = static_cast<int>(t.cores.size());
@@ -257,6 +267,8 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
     gpu.partition = static_cast<int>(in.partition());
     gpu.partitions = static_cast<int>(in.partitions());
     gpu.tiles = static_cast<int>(in.tiles());
+    gpu.uuid = in.uuid();
+    gpu.found_by = in.found_by();
     gpu.locality = locality_from_proto(in.locality());
     t.gpus.push_back(std::move(gpu));
   }

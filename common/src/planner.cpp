@@ -121,7 +121,8 @@ void Planner::build_task_plans() {
     auto holds = [](const Scratch<int>& values, int v) {
       return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
     };
-    plan.numa_index = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
+    const int numa = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
+    plan.numa_index = numa >= 0 ? topo_.numa_os_number(numa) : -1;
     plan.l3_index = gpu && holds(l3s, gpu->l3_index) ? gpu->l3_index : majority(l3s);
     plan.gpus.reserve(task_gpus_[task].size());
     for (int g : task_gpus_[task]) {

@@ -99,6 +99,12 @@ CpuSet Topology::numa_pus(int numa) const {
   return set;
 }
 
+int Topology::numa_os_number(int numa) const {
+  return numa >= 0 && static_cast<size_t>(numa) < numa_os_numbers.size()
+             ? numa_os_numbers[static_cast<size_t>(numa)]
+             : numa;
+}
+
 namespace {
 
 bool parse_index(const std::string& text, int& value) {

@@ -1,6 +1,7 @@
-// hwloc adapter. Debian's hwloc has no CUDA/NVML/RSMI/LevelZero backends, so GPUs are found from
-// OS devices when a dump carries them (rsmiN, zeN[.M], cudaN, nvmlN, openclXdY) and otherwise
-// from PCI vendor and class.
+// hwloc adapter. GPUs are found from the OS devices of hwloc's runtime plugins when a dump
+// carries them (rsmiN, zeN[.M], cudaN, nvmlN, openclXdY), otherwise from PCI vendor and class.
+// Live, what the runtimes would have said comes from the drivers' sysfs and procfs files
+// (discovery/gpu_drivers.h): AMD compute partitions, Intel tiles, NVIDIA UUIDs.
 #include "gpubind/topology_hwloc.h"
 
 #include <hwloc.h>
@@ -10,11 +11,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
+#include "gpubind/discovery/fs_root.h"
+#include "gpubind/discovery/gpu_drivers.h"
 #include "gpubind/hwloc_objects.h"
 #include "gpubind/policy.h"
 
@@ -61,10 +66,20 @@ bool opencl_gpu(hwloc_obj_t os) {
   return !type || std::strcmp(type, "GPU") == 0;
 }
 
+// Where a live topology's driver files are read; absent for an XML dump (another node's).
+struct LiveFiles {
+  std::string root;                                   // discovery::fs_root()
+  std::map<std::string, std::vector<int>> kfd_nodes;  // by AMD GPU PCI bus id
+};
+
+using DistanceHandle = std::unique_ptr<hwloc_distances_s, std::function<void(hwloc_distances_s*)>>;
+
 class Loader {
  public:
-  Loader(hwloc_topology_t topo, std::vector<std::string> nic_patterns)
-      : topo_(topo), patterns_(std::move(nic_patterns)) {}
+  Loader(hwloc_topology_t topo, std::vector<std::string> nic_patterns, bool live)
+      : topo_(topo), patterns_(std::move(nic_patterns)), distances_(numa_distances(topo)) {
+    if (live) live_ = LiveFiles{discovery::fs_root(), {}};
+  }
 
   Result<Topology> build(std::string source) {
     if (auto status = check_pus(); !status) return status.error();
@@ -74,14 +89,44 @@ class Loader {
     t.l3_count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_L3CACHE);
     t.numa_count = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE));
     t.package_count = std::max(1, hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE));
+    for (int i = 0; i < hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE); ++i) {
+      const auto os = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, i)->os_index;
+      t.numa_os_numbers.push_back(os == HWLOC_UNKNOWN_INDEX ? i : static_cast<int>(os));
+    }
     read_cores(t);
+    if (live_)
+      live_->kfd_nodes = discovery::kfd_nodes_by_device(discovery::read_kfd_gpu_nodes(live_->root),
+                                                        amd_gpu_bus_ids());
     read_gpus(t);
     read_nics(t);
+    t.warnings = std::move(warnings_);
     return t;
   }
 
  private:
+  static DistanceHandle numa_distances(hwloc_topology_t topo) {
+    unsigned count = 1;
+    hwloc_distances_s* distances = nullptr;
+    if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &count, &distances, 0, 0) != 0 ||
+        count == 0)
+      distances = nullptr;
+    return DistanceHandle(distances, [topo](hwloc_distances_s* d) {
+      if (d) hwloc_distances_release(topo, d);
+    });
+  }
+
+  std::vector<std::string> amd_gpu_bus_ids() const {
+    std::vector<std::string> ids;
+    hwloc_obj_t pci = nullptr;
+    while ((pci = hwloc_get_next_pcidev(topo_, pci))) {
+      if (pci->attr->pcidev.vendor_id == 0x1002 && is_gpu_pci_class(pci))
+        ids.push_back(pci_bus_id(pci));
+    }
+    return ids;
+  }
+
   int numa_containing(hwloc_const_bitmap_t cpus) const {
+    if (hwloc_bitmap_iszero(cpus)) return -1;
     const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
     for (int i = 0; i < count; ++i) {
       hwloc_obj_t numa = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, i);
@@ -91,6 +136,7 @@ class Loader {
   }
 
   int l3_containing(hwloc_const_bitmap_t cpus) const {
+    if (hwloc_bitmap_iszero(cpus)) return -1;
     const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_L3CACHE);
     for (int i = 0; i < count; ++i) {
       hwloc_obj_t l3 = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, i);
@@ -102,6 +148,7 @@ class Loader {
   int package_containing(hwloc_const_bitmap_t cpus) const {
     const int count = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_PACKAGE);
     if (count == 0) return 0;
+    if (hwloc_bitmap_iszero(cpus)) return -1;
     for (int i = 0; i < count; ++i) {
       hwloc_obj_t pkg = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, i);
       if (hwloc_bitmap_isincluded(cpus, pkg->cpuset)) return i;
@@ -150,7 +197,8 @@ class Loader {
   // smaller than the NUMA node; with Intel's sub-NUMA clustering the NUMA node is smaller.
   Locality locality_of(hwloc_obj_t io) const {
     Locality loc;
-    hwloc_const_bitmap_t cpus = hwloc_get_non_io_ancestor_obj(topo_, io)->cpuset;
+    const auto [cpus, basis] = local_cpus_of(io);
+    loc.basis = basis;
     const int l3 = l3_containing(cpus);
     const int numa = numa_containing(cpus);
     const int package =
@@ -175,6 +223,60 @@ class Loader {
     loc.package_index = package_containing(smallest->cpuset);
     loc.pci_path = pci_path_of(io);
     return loc;
+  }
+
+  // The CPUs an I/O device is local to: its non-I/O ancestor's. Where that ancestor has none (a
+  // group holding only a CPU-less NUMA node: GPU memory on Grace, a node restricted to part of
+  // its cores), the nearest NUMA node with CPUs: of those below the nearest ancestor that has
+  // CPUs (the device's side of the machine), the closest by the NUMA distance matrix.
+  std::pair<hwloc_const_bitmap_t, std::string> local_cpus_of(hwloc_obj_t io) const {
+    hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo_, io);
+    if (!hwloc_bitmap_iszero(anchor->cpuset)) return {anchor->cpuset, "PCI local CPUs"};
+    hwloc_obj_t container = anchor;
+    while (container->parent && hwloc_bitmap_iszero(container->cpuset))
+      container = container->parent;
+    std::vector<hwloc_obj_t> with_cpus, cpu_less;
+    hwloc_obj_t numa = nullptr;
+    while ((numa = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, numa))) {
+      if (hwloc_bitmap_iszero(numa->cpuset)) {
+        if (anchor->nodeset && hwloc_bitmap_isset(anchor->nodeset, numa->os_index))
+          cpu_less.push_back(numa);
+      } else if (hwloc_bitmap_isincluded(numa->cpuset, container->cpuset)) {
+        with_cpus.push_back(numa);
+      }
+    }
+    hwloc_obj_t best = nullptr, from = nullptr;
+    hwloc_uint64_t best_distance = 0;
+    for (hwloc_obj_t candidate : with_cpus) {
+      for (hwloc_obj_t source : cpu_less) {
+        hwloc_uint64_t there = 0, back = 0;
+        if (!distances_ || hwloc_distances_obj_pair_values(distances_.get(), source, candidate,
+                                                           &there, &back) != 0)
+          continue;
+        if (!best || there < best_distance) {
+          best = candidate;
+          from = source;
+          best_distance = there;
+        }
+      }
+    }
+    const std::string cpu_less_name =
+        cpu_less.empty() ? "" : " P#" + std::to_string(cpu_less.front()->os_index);
+    if (best) {
+      return {best->cpuset, "NUMA node P#" + std::to_string(best->os_index) +
+                                ", the nearest with CPUs to CPU-less NUMA node P#" +
+                                std::to_string(from->os_index) + " (distance " +
+                                std::to_string(best_distance) + ")"};
+    }
+    if (with_cpus.size() == 1) {
+      return {with_cpus.front()->cpuset,
+              "NUMA node P#" + std::to_string(with_cpus.front()->os_index) +
+                  ", the only one with CPUs on the device's side of CPU-less NUMA node" +
+                  cpu_less_name};
+    }
+    return {container->cpuset, "the nearest ancestor with CPUs (" +
+                                   std::string(hwloc_obj_type_string(container->type)) + " L#" +
+                                   std::to_string(container->logical_index) + ")"};
   }
 
   // The bridges above a device, root port first; host bridges left out (every device has one).
@@ -223,62 +325,138 @@ class Loader {
     hwloc_obj_t where;  // PCI device or OS device
     std::string os_name;
     Vendor vendor;
-    int tiles;
+    int tiles = 0;
     std::string model;
+    std::string uuid;
+    std::string found_by;
   };
 
-  // The logical GPUs one PCI device (or parent) exposes, from its OS devices.
-  static std::vector<Unit> units_of(hwloc_obj_t parent, const std::vector<hwloc_obj_t>& osdevs) {
+  struct RuntimeDevices {
     std::vector<hwloc_obj_t> rsmis, zes, nvidias, opencls;
-    std::map<std::string, int> tiles;
+    std::map<std::string, int> tiles;  // zeN -> its zeN.M sub-devices
+  };
+
+  static RuntimeDevices runtime_devices(const std::vector<hwloc_obj_t>& osdevs) {
+    RuntimeDevices found;
     for (hwloc_obj_t os : osdevs) {
       const std::string_view name = os->name ? os->name : "";
       if (number_after(name, "rsmi")) {
-        rsmis.push_back(os);
+        found.rsmis.push_back(os);
       } else if (number_after(name, "ze")) {
-        zes.push_back(os);
+        found.zes.push_back(os);
       } else if (name.rfind("ze", 0) == 0 && name.find('.') != std::string_view::npos &&
                  number_after(name.substr(0, name.find('.')), "ze") &&
                  number_after(name.substr(name.find('.')), ".")) {
-        ++tiles[std::string(name.substr(0, name.find('.')))];  // zeN.M: a tile of zeN
+        ++found.tiles[std::string(name.substr(0, name.find('.')))];  // zeN.M: a tile of zeN
       } else if (number_after(name, "cuda") || number_after(name, "nvml")) {
-        nvidias.push_back(os);
+        found.nvidias.push_back(os);
       } else if (opencl_name(name) && opencl_gpu(os)) {
-        opencls.push_back(os);
+        found.opencls.push_back(os);
       }
     }
+    auto by_number = [](hwloc_obj_t a, hwloc_obj_t b) {
+      const size_t la = std::strlen(a->name), lb = std::strlen(b->name);
+      return la != lb ? la < lb : std::strcmp(a->name, b->name) < 0;
+    };
+    std::sort(found.rsmis.begin(), found.rsmis.end(), by_number);
+    std::sort(found.zes.begin(), found.zes.end(), by_number);
+    return found;
+  }
+
+  static std::string pci_identity(hwloc_obj_t pci) {
+    char text[64];
+    std::snprintf(text, sizeof text, "PCI %04x:%04x class 0x%04x", pci->attr->pcidev.vendor_id,
+                  pci->attr->pcidev.device_id, pci->attr->pcidev.class_id);
+    return text;
+  }
+
+  // The NVIDIA UUID hwloc's NVML plugin recorded, else the driver's procfs file (live only).
+  std::string nvidia_uuid(hwloc_obj_t pci, const std::vector<hwloc_obj_t>& nvidias,
+                          std::string& found_by) const {
+    for (hwloc_obj_t os : nvidias) {
+      if (std::string uuid = info(os, "NVIDIAUUID"); !uuid.empty()) return uuid;
+    }
+    if (!live_ || !pci) return "";
+    const std::string bus_id = pci_bus_id(pci);
+    const auto gpu = discovery::read_nvidia_gpu_info(live_->root, bus_id);
+    if (!gpu) return "";
+    found_by += "; UUID from /proc/driver/nvidia/gpus/" + bus_id + "/information";
+    return gpu->uuid;
+  }
+
+  // The logical GPUs one PCI device (or parent) exposes, from its OS devices, else from the
+  // device itself and, live, its driver's files.
+  std::vector<Unit> units_of(hwloc_obj_t parent, const std::vector<hwloc_obj_t>& osdevs) {
+    const RuntimeDevices found = runtime_devices(osdevs);
     const bool is_pci = parent->type == HWLOC_OBJ_PCI_DEVICE;
+    hwloc_obj_t pci = is_pci ? parent : nullptr;
     const Vendor pci_vendor = is_pci ? vendor_of(parent->attr->pcidev.vendor_id) : Vendor::kUnknown;
     auto model_of = [&](hwloc_obj_t os) {
       std::string model = info(os, "GPUModel");
       return model.empty() ? info(parent, "PCIDevice") : model;
     };
     std::vector<Unit> units;
-    auto by_number = [](hwloc_obj_t a, hwloc_obj_t b) {
-      const size_t la = std::strlen(a->name), lb = std::strlen(b->name);
-      return la != lb ? la < lb : std::strcmp(a->name, b->name) < 0;
-    };
-    if (!rsmis.empty() || !zes.empty()) {
-      auto& list = !rsmis.empty() ? rsmis : zes;
-      std::sort(list.begin(), list.end(), by_number);
-      const Vendor vendor = !rsmis.empty() ? Vendor::kAmd : Vendor::kIntel;
-      for (hwloc_obj_t os : list) {
-        const auto it = tiles.find(os->name);
-        units.push_back({is_pci ? parent : os, os->name, vendor, it == tiles.end() ? 0 : it->second,
-                         model_of(os)});
+    if (!found.rsmis.empty() || !found.zes.empty()) {
+      const bool amd = !found.rsmis.empty();
+      for (hwloc_obj_t os : amd ? found.rsmis : found.zes) {
+        const auto it = found.tiles.find(os->name);
+        const int tiles = it == found.tiles.end() ? 0 : it->second;
+        std::string found_by =
+            std::string("hwloc OS device ") + os->name + (amd ? " (ROCm SMI)" : " (Level Zero)");
+        if (tiles > 0) found_by += " with " + std::to_string(tiles) + " tiles";
+        units.push_back({is_pci ? parent : os, os->name, amd ? Vendor::kAmd : Vendor::kIntel, tiles,
+                         model_of(os), "", std::move(found_by)});
       }
       return units;
     }
-    hwloc_obj_t named = !nvidias.empty()   ? nvidias.front()
-                        : !opencls.empty() ? opencls.front()
-                                           : nullptr;
+    hwloc_obj_t named = !found.nvidias.empty()   ? found.nvidias.front()
+                        : !found.opencls.empty() ? found.opencls.front()
+                                                 : nullptr;
     if (named) {
-      const Vendor vendor = !nvidias.empty() ? Vendor::kNvidia : pci_vendor;
-      units.push_back({is_pci ? parent : named, named->name, vendor, 0, model_of(named)});
+      const Vendor vendor = !found.nvidias.empty() ? Vendor::kNvidia : pci_vendor;
+      std::string found_by = std::string("hwloc OS device ") + named->name +
+                             (!found.nvidias.empty() ? " (CUDA/NVML)" : " (OpenCL)");
+      std::string uuid = vendor == Vendor::kNvidia ? nvidia_uuid(pci, found.nvidias, found_by) : "";
+      units.push_back({is_pci ? parent : named, named->name, vendor, 0, model_of(named),
+                       std::move(uuid), std::move(found_by)});
       return units;
     }
-    if (is_pci && is_gpu_pci_class(parent)) {
-      units.push_back({parent, "", pci_vendor, 0, info(parent, "PCIDevice")});
+    if (is_pci && is_gpu_pci_class(parent)) return units_of_pci_device(parent, pci_vendor);
+    return units;
+  }
+
+  // A GPU found by PCI class, with what its kernel driver publishes: AMD compute partitions,
+  // Intel tiles, the NVIDIA UUID.
+  std::vector<Unit> units_of_pci_device(hwloc_obj_t pci, Vendor vendor) {
+    const std::string bus_id = pci_bus_id(pci);
+    const unsigned device_id = pci->attr->pcidev.device_id;
+    Unit unit{pci, "", vendor, 0, info(pci, "PCIDevice"), "", pci_identity(pci)};
+    if (vendor == Vendor::kNvidia) unit.uuid = nvidia_uuid(pci, {}, unit.found_by);
+    if (vendor == Vendor::kIntel) {
+      const discovery::IntelTiles tiles =
+          live_ ? discovery::read_intel_tiles(live_->root, bus_id, device_id)
+                : discovery::intel_tiles_by_device_id(bus_id, device_id);
+      unit.tiles = tiles.tiles;
+      if (!tiles.evidence.empty()) unit.found_by += "; " + tiles.evidence;
+      if (!tiles.warning.empty()) warnings_.push_back(tiles.warning);
+    }
+    if (vendor != Vendor::kAmd || !live_) return {unit};
+    const auto kfd = live_->kfd_nodes.find(bus_id);
+    const discovery::AmdPartitioning parts = discovery::read_amd_partitioning(
+        live_->root, bus_id, device_id,
+        kfd == live_->kfd_nodes.end() ? std::vector<int>{} : kfd->second);
+    if (!parts.warning.empty()) warnings_.push_back(parts.warning);
+    std::string modes;
+    if (!parts.compute_mode.empty()) modes += "; compute partition " + parts.compute_mode;
+    if (!parts.memory_mode.empty()) modes += ", memory partition " + parts.memory_mode;
+    if (!modes.empty()) modes += " (amdgpu sysfs)";
+    std::vector<Unit> units;
+    for (int p = 0; p < parts.partitions; ++p) {
+      Unit part = unit;
+      part.found_by += modes;
+      if (static_cast<size_t>(p) < parts.kfd_nodes.size())
+        part.found_by += "; KFD node " + std::to_string(parts.kfd_nodes[static_cast<size_t>(p)]);
+      units.push_back(std::move(part));
     }
     return units;
   }
@@ -301,7 +479,7 @@ class Loader {
     return groups;
   }
 
-  void read_gpus(Topology& t) const {
+  void read_gpus(Topology& t) {
     auto groups = osdevs_by_parent({HWLOC_OBJ_OSDEV_GPU, HWLOC_OBJ_OSDEV_COPROC});
     hwloc_obj_t pci = nullptr;
     while ((pci = hwloc_get_next_pcidev(topo_, pci)))
@@ -325,6 +503,8 @@ class Loader {
         gpu.partition = static_cast<int>(i);
         gpu.partitions = is_pci ? static_cast<int>(units.size()) : 1;
         gpu.tiles = unit.tiles;
+        gpu.uuid = unit.uuid;
+        gpu.found_by = unit.found_by;
         gpu.locality = locality_of(unit.where);
         // PCI bus order first; devices without PCI ids after them, by name.
         found.push_back({is_pci ? gpu.pci_bus_id : "~" + unit.os_name, static_cast<int>(i), gpu});
@@ -405,6 +585,9 @@ class Loader {
 
   hwloc_topology_t topo_;
   std::vector<std::string> patterns_;
+  DistanceHandle distances_;
+  std::optional<LiveFiles> live_;
+  std::vector<std::string> warnings_;
 };
 
 Result<Topology> load(const std::string& xml_path, const std::vector<std::string>& nic_patterns,
@@ -446,7 +629,7 @@ Result<Topology> load(const std::string& xml_path, const std::vector<std::string
                  : std::string("hwloc: topology discovery failed: ") + std::strerror(errno));
   }
   const std::string where = from_xml ? "topology file '" + xml_path + "'" : "live topology";
-  auto built = Loader(raw, nic_patterns).build(from_xml ? xml_path : "live");
+  auto built = Loader(raw, nic_patterns, !from_xml).build(from_xml ? xml_path : "live");
   if (!built) return make_error(where + ": " + built.error().message);
   Topology topology = std::move(*built);
   if (topology.cores.empty()) return make_error(where + ": no CPUs found");

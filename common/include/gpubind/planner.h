@@ -80,8 +80,10 @@ struct TaskPlan {
   // Every NIC of the task: the nearest of each of its GPUs, in GPU order.
   std::vector<int> nic_indices;
   std::string nic_names;  // their names, "mlx5_0,mlx5_3"
-  int numa_index = -1;    // NUMA node holding most of the task's CPUs
-  int l3_index = -1;      // L3 holding most of the task's CPUs
+  // The Linux number of the NUMA node for the task's memory (numactl's and set_mempolicy's):
+  // its GPU's, where it has cores there, else the one holding most of its CPUs.
+  int numa_index = -1;
+  int l3_index = -1;  // L3 holding most of the task's CPUs
   EnvList env;
 };
 

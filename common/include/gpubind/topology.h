@@ -32,6 +32,9 @@ struct Locality {
   // The PCI bridges above the device, root port first (hwloc gp indices; host bridges left out).
   // Two devices whose paths share a prefix sit behind the same port or switch.
   std::vector<int> pci_path;
+  // Why the device has this locality, for `gpubindctl topology`: "PCI local CPUs", or the
+  // nearest NUMA node with CPUs when the device hangs below CPU-less ones.
+  std::string basis;
 };
 
 // The index of the locality's own domain (its L3, NUMA node or package); 0 for the machine.
@@ -56,6 +59,10 @@ struct Gpu {
   int partition = 0;    // index among the logical GPUs of one physical device (MI300A TPX)
   int partitions = 1;   // logical GPUs sharing the physical device
   int tiles = 0;        // sub-devices addressable as "g.t" (Intel PVC tiles), 0 if none
+  std::string uuid;     // NVIDIA "GPU-…" UUID when known, else empty
+  // What found the GPU and its partitions, tiles or UUID: the PCI device, a runtime's OS device
+  // in hwloc, a driver's sysfs or procfs file.
+  std::string found_by;
   Locality locality;
 };
 
@@ -75,11 +82,19 @@ struct Topology {
   std::vector<Core> cores;  // topology order: package, NUMA, L3, core
   int l3_count = 0;
   int numa_count = 0;
+  // The Linux number of each NUMA node by its index here (hwloc's logical order), which numactl,
+  // /sys/devices/system/node and set_mempolicy use; may be shorter on topologies made by hand.
+  std::vector<int> numa_os_numbers;
   int package_count = 0;
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
+  // What discovery could only infer (a tile count from a PCI device id, a partition count from
+  // a mode): the plans stand, an administrator may want to look.
+  std::vector<std::string> warnings;
 
   CpuSet all_pus() const;
+  // The Linux number of NUMA node `numa` (an index here); itself when not known.
+  int numa_os_number(int numa) const;
   CpuSet l3_pus(int l3) const;
   CpuSet numa_pus(int numa) const;
 };

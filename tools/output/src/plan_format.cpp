@@ -13,7 +13,8 @@ using output::Json;
 Json locality_json(const Locality& loc) {
   return Json{{"kind", locality_kind_name(loc.kind)}, {"index", locality_index(loc)},
               {"cpus", loc.cpus.to_list()},           {"l3_index", loc.l3_index},
-              {"numa_index", loc.numa_index},         {"package_index", loc.package_index}};
+              {"numa_index", loc.numa_index},         {"package_index", loc.package_index},
+              {"basis", loc.basis}};
 }
 
 // Pads cells into aligned columns.
@@ -109,6 +110,8 @@ std::string topology_to_json(const Topology& topology) {
                         {"partition", gpu.partition},
                         {"partitions", gpu.partitions},
                         {"tiles", gpu.tiles},
+                        {"uuid", gpu.uuid},
+                        {"found_by", gpu.found_by},
                         {"locality", locality_json(gpu.locality)}});
   }
   for (const Nic& nic : topology.nics) {
@@ -127,8 +130,10 @@ std::string topology_to_json(const Topology& topology) {
                               {"l3_caches", topology.l3_count},
                               {"cores", topology.cores.size()},
                               {"pus", topology.all_pus().count()},
+                              {"numa_os_numbers", topology.numa_os_numbers},
                               {"gpus", std::move(gpus)},
-                              {"nics", std::move(nics)}}) +
+                              {"nics", std::move(nics)},
+                              {"warnings", topology.warnings}}) +
          "\n";
 }
 
@@ -149,6 +154,15 @@ std::string topology_to_text(const Topology& topology) {
                     gpu.locality.cpus.to_list()});
   }
   out << (topology.gpus.empty() ? "No GPUs.\n" : format_table(gpus)) << "\n";
+  // What found each GPU and why its locality is what it is: an administrator's first question
+  // when a GPU is missing, counted twice or placed on the wrong side of the node.
+  for (const Gpu& gpu : topology.gpus) {
+    out << "GPU " << gpu.index << ": " << (gpu.found_by.empty() ? "-" : gpu.found_by);
+    if (!gpu.uuid.empty()) out << "; " << gpu.uuid;
+    if (!gpu.locality.basis.empty()) out << "; locality from " << gpu.locality.basis;
+    out << "\n";
+  }
+  if (!topology.gpus.empty()) out << "\n";
   std::vector<std::vector<std::string>> nics = {
       {"NIC", "name", "netdev", "rdma", "kind", "PCI", "locality", "CPUs"}};
   for (const Nic& nic : topology.nics) {
@@ -159,6 +173,12 @@ std::string topology_to_text(const Topology& topology) {
   }
   out << (topology.nics.empty() ? "No high-speed NICs matched the patterns.\n"
                                 : format_table(nics));
+  for (const Nic& nic : topology.nics) {
+    if (!nic.locality.basis.empty() && nic.locality.basis != "PCI local CPUs")
+      out << "NIC " << nic.index << ": locality from " << nic.locality.basis << "\n";
+  }
+  for (const std::string& warning : topology.warnings)
+    out << "warning: " << warning << "\n";
   return out.str();
 }
 

@@ -1,0 +1,29 @@
+// Where live discovery reads the node's /sys and /proc: HWLOC_FSROOT when set, the variable
+// hwloc's own Linux backend honours, so one variable points hwloc and gpubind at a captured tree.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubind::discovery {
+
+// HWLOC_FSROOT, or "" for the real root.
+std::string fs_root();
+
+// A small sysfs/procfs file under `root` (path absolute, e.g. "/sys/..."), whole; nullopt when
+// it is missing or unreadable. Files larger than 64 KiB are cut there (sysfs attributes are one
+// page at most).
+std::optional<std::string> read_small_file(const std::string& root, const std::string& path);
+
+// The entries of a folder under `root`, sorted, without "." and ".."; empty when unreadable.
+std::vector<std::string> list_folder(const std::string& root, const std::string& path);
+
+// `text` without leading and trailing white space.
+std::string trimmed(const std::string& text);
+
+// The number after `prefix` in `name` ("gt1" after "gt" is 1), or -1 when `name` is not `prefix`
+// followed by digits only.
+int number_after_prefix(const std::string& name, const std::string& prefix);
+
+}  // namespace gpubind::discovery

@@ -1,0 +1,256 @@
+// The sysfs/procfs readers of live discovery, each on a small tree laid out as its kernel driver
+// lays it out, and the loader's rules that use them.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../support/fixtures.h"
+#include "gpubind/discovery/fs_root.h"
+#include "gpubind/discovery/gpu_drivers.h"
+#include "gpubind/planner.h"
+#include "gpubind/policy.h"
+#include "gpubind/topology_hwloc.h"
+
+namespace gpubind::discovery {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch tree standing for the root of a node's file system.
+class Tree {
+ public:
+  Tree() {
+    char name[] = "/tmp/gpubind-tree-XXXXXX";
+    root_ = mkdtemp(name);
+  }
+  ~Tree() { fs::remove_all(root_); }
+  const std::string& root() const { return root_; }
+
+  void file(const std::string& path, const std::string& text) const {
+    fs::create_directories(fs::path(root_ + path).parent_path());
+    std::ofstream(root_ + path) << text;
+  }
+  void folder(const std::string& path) const { fs::create_directories(root_ + path); }
+
+ private:
+  std::string root_;
+};
+
+// ---- NVIDIA: /proc/driver/nvidia/gpus/<bus id>/information ---------------------------------
+
+// As nv-procfs.c prints it.
+constexpr const char* kNvidiaInformation =
+    "Model: \t\t NVIDIA H100 80GB HBM3\n"
+    "IRQ:   \t\t 35\n"
+    "GPU UUID: \t GPU-8c2f0e7a-3f55-5e0d-a4b2-69e0c3a1d5f7\n"
+    "Video BIOS: \t 96.00.99.00.01\n"
+    "Bus Type: \t PCIe\n"
+    "DMA Size: \t 52 bits\n"
+    "DMA Mask: \t 0xfffffffffffff\n"
+    "Bus Location: \t 0000:18:00.0\n"
+    "Device Minor: \t 3\n"
+    "GPU Firmware: \t 550.54.15\n"
+    "GPU Excluded:\t No\n";
+
+TEST(NvidiaProcfs, ReadsUuidModelAndMinor) {
+  Tree tree;
+  tree.file("/proc/driver/nvidia/gpus/0000:18:00.0/information", kNvidiaInformation);
+  const auto info = read_nvidia_gpu_info(tree.root(), "0000:18:00.0");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->uuid, "GPU-8c2f0e7a-3f55-5e0d-a4b2-69e0c3a1d5f7");
+  EXPECT_EQ(info->model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(info->minor, 3);
+}
+
+TEST(NvidiaProcfs, NoFileOrNoUuidIsNothing) {
+  Tree tree;
+  EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
+  tree.file("/proc/driver/nvidia/gpus/0000:18:00.0/information", "Model: \t\t X\n");
+  EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
+}
+
+// ---- Intel: i915 gt folders, xe tile folders, the PCI device id -----------------------------
+
+TEST(IntelTiles, I915CountsTheCardsGtFolders) {
+  Tree tree;
+  tree.folder("/sys/bus/pci/devices/0000:18:00.0/drm/card1/gt/gt0");
+  tree.folder("/sys/bus/pci/devices/0000:18:00.0/drm/card1/gt/gt1");
+  tree.folder("/sys/bus/pci/devices/0000:18:00.0/drm/renderD129");
+  const IntelTiles tiles = read_intel_tiles(tree.root(), "0000:18:00.0", 0x0bd6);
+  EXPECT_EQ(tiles.tiles, 2);
+  EXPECT_NE(tiles.evidence.find("i915"), std::string::npos) << tiles.evidence;
+  EXPECT_TRUE(tiles.warning.empty());
+}
+
+TEST(IntelTiles, XeCountsTileFoldersNotGts) {
+  Tree tree;
+  // xe numbers GTs device-wide and adds a media GT per tile: tiles are what count.
+  for (const char* gt : {"tile0/gt0", "tile0/gt1", "tile1/gt2", "tile1/gt3"})
+    tree.folder(std::string("/sys/bus/pci/devices/0000:42:00.0/") + gt);
+  const IntelTiles tiles = read_intel_tiles(tree.root(), "0000:42:00.0", 0x0bd6);
+  EXPECT_EQ(tiles.tiles, 2);
+  EXPECT_NE(tiles.evidence.find("xe"), std::string::npos) << tiles.evidence;
+}
+
+TEST(IntelTiles, OneTileIsNoSubDevice) {
+  Tree tree;
+  tree.folder("/sys/bus/pci/devices/0000:18:00.0/drm/card0/gt/gt0");
+  EXPECT_EQ(read_intel_tiles(tree.root(), "0000:18:00.0", 0x0bda).tiles, 0);
+}
+
+TEST(IntelTiles, WithoutDriverFoldersThePciDeviceIdDecidesAndWarns) {
+  Tree tree;
+  const IntelTiles max1550 = read_intel_tiles(tree.root(), "0000:18:00.0", 0x0bd5);
+  EXPECT_EQ(max1550.tiles, 2);
+  EXPECT_NE(max1550.warning.find("0x0bd5"), std::string::npos) << max1550.warning;
+  EXPECT_EQ(read_intel_tiles(tree.root(), "0000:18:00.0", 0x0bda).tiles, 0);  // Max 1100
+  const IntelTiles flex = read_intel_tiles(tree.root(), "0000:18:00.0", 0x56c0);
+  EXPECT_EQ(flex.tiles, 0);
+  EXPECT_TRUE(flex.warning.empty());
+}
+
+// ---- AMD: KFD topology and amdgpu's partition files -----------------------------------------
+
+// A KFD node's properties as kfd_topology.c prints them (the keys the reader uses and a few).
+std::string kfd_properties(int simds, unsigned location_id, unsigned domain) {
+  return "cpu_cores_count " + std::to_string(simds ? 0 : 24) + "\nsimd_count " +
+         std::to_string(simds) + "\nmem_banks_count 1\nvendor_id 4098\ndevice_id 29856\n" +
+         "location_id " + std::to_string(location_id) + "\ndomain " + std::to_string(domain) +
+         "\ndrm_render_minor 128\n";
+}
+
+void add_kfd_node(const Tree& tree, int node, int simds, unsigned location_id, unsigned domain) {
+  const std::string path = "/sys/class/kfd/kfd/topology/nodes/" + std::to_string(node);
+  tree.file(path + "/properties", kfd_properties(simds, location_id, domain));
+  tree.file(path + "/gpu_id", simds ? "4242\n" : "0\n");
+}
+
+TEST(KfdTopology, LeavesCpuNodesOutAndReadsLocations) {
+  Tree tree;
+  add_kfd_node(tree, 0, 0, 0, 0);
+  add_kfd_node(tree, 1, 228, 0x0200, 1);
+  const auto nodes = read_kfd_gpu_nodes(tree.root());
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].node, 1);
+  EXPECT_EQ(nodes[0].domain, 1u);
+  EXPECT_EQ(nodes[0].location_id, 0x0200u);
+}
+
+TEST(KfdTopology, PartitionsInTheFunctionBitsBelongToTheirDevice) {
+  // Kernels that OR the partition's node id into the location (kfd_topology_add_device).
+  Tree tree;
+  add_kfd_node(tree, 0, 0, 0, 0);
+  for (unsigned p = 0; p < 3; ++p)
+    add_kfd_node(tree, 1 + static_cast<int>(p), 76, 0x0200 | p, 1);  // 0001:02:00.0
+  for (unsigned p = 0; p < 3; ++p)
+    add_kfd_node(tree, 4 + static_cast<int>(p), 76, 0x0200 | p, 2);  // 0002:02:00.0
+  const auto by_device =
+      kfd_nodes_by_device(read_kfd_gpu_nodes(tree.root()), {"0001:02:00.0", "0002:02:00.0"});
+  ASSERT_EQ(by_device.size(), 2u);
+  EXPECT_EQ(by_device.at("0001:02:00.0"), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(by_device.at("0002:02:00.0"), (std::vector<int>{4, 5, 6}));
+}
+
+TEST(KfdTopology, PartitionsInTheHighBitsBelongToTheirDeviceInPartitionOrder) {
+  // Kernels that put it in location_id[31:28]; nodes listed out of partition order.
+  Tree tree;
+  add_kfd_node(tree, 1, 38, (2u << 28) | 0xc100, 0);
+  add_kfd_node(tree, 2, 38, (0u << 28) | 0xc100, 0);
+  add_kfd_node(tree, 3, 38, (1u << 28) | 0xc100, 0);
+  add_kfd_node(tree, 4, 38, 0xc600, 0);  // another device on another bus
+  const auto by_device =
+      kfd_nodes_by_device(read_kfd_gpu_nodes(tree.root()), {"0000:c1:00.0", "0000:c6:00.0"});
+  EXPECT_EQ(by_device.at("0000:c1:00.0"), (std::vector<int>{2, 3, 1}));
+  EXPECT_EQ(by_device.at("0000:c6:00.0"), (std::vector<int>{4}));
+}
+
+TEST(AmdPartitioning, KfdNodesCountThePartitionsAndTheModesAreRead) {
+  Tree tree;
+  tree.file("/sys/bus/pci/devices/0001:02:00.0/current_compute_partition", "TPX\n");
+  tree.file("/sys/bus/pci/devices/0001:02:00.0/current_memory_partition", "NPS1\n");
+  const AmdPartitioning parts =
+      read_amd_partitioning(tree.root(), "0001:02:00.0", 0x74a0, {1, 2, 3});
+  EXPECT_EQ(parts.partitions, 3);
+  EXPECT_EQ(parts.compute_mode, "TPX");
+  EXPECT_EQ(parts.memory_mode, "NPS1");
+  EXPECT_TRUE(parts.warning.empty());
+}
+
+TEST(AmdPartitioning, WithoutKfdTheModeGivesTheCountWithAWarning) {
+  Tree tree;
+  tree.file("/sys/bus/pci/devices/0000:05:00.0/current_compute_partition", "CPX\n");
+  const AmdPartitioning mi300x = read_amd_partitioning(tree.root(), "0000:05:00.0", 0x74a1, {});
+  EXPECT_EQ(mi300x.partitions, 8);
+  EXPECT_NE(mi300x.warning.find("KFD"), std::string::npos) << mi300x.warning;
+  const AmdPartitioning mi300a = read_amd_partitioning(tree.root(), "0000:05:00.0", 0x74a0, {});
+  EXPECT_EQ(mi300a.partitions, 6);
+  // CPX on a device whose XCD count is unknown: one GPU, said so.
+  const AmdPartitioning unknown = read_amd_partitioning(tree.root(), "0000:05:00.0", 0x7777, {});
+  EXPECT_EQ(unknown.partitions, 1);
+  EXPECT_FALSE(unknown.warning.empty());
+}
+
+TEST(AmdPartitioning, SpxOrNoFilesIsOneGpuWithoutWarning) {
+  Tree tree;
+  EXPECT_EQ(read_amd_partitioning(tree.root(), "0000:05:00.0", 0x74a1, {}).partitions, 1);
+  tree.file("/sys/bus/pci/devices/0000:05:00.0/current_compute_partition", "SPX\n");
+  const AmdPartitioning spx = read_amd_partitioning(tree.root(), "0000:05:00.0", 0x74a1, {});
+  EXPECT_EQ(spx.partitions, 1);
+  EXPECT_TRUE(spx.warning.empty());
+}
+
+// ---- HWLOC_FSROOT ---------------------------------------------------------------------------
+
+TEST(FsRoot, FollowsHwlocFsroot) {
+  const char* saved = std::getenv("HWLOC_FSROOT");
+  const std::string before = saved ? saved : "";
+  setenv("HWLOC_FSROOT", "/srv/tree//", 1);
+  EXPECT_EQ(fs_root(), "/srv/tree");
+  setenv("HWLOC_FSROOT", "/", 1);
+  EXPECT_EQ(fs_root(), "");
+  unsetenv("HWLOC_FSROOT");
+  EXPECT_EQ(fs_root(), "");
+  if (saved) setenv("HWLOC_FSROOT", before.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace gpubind::discovery
+
+namespace gpubind {
+namespace {
+
+// ---- CPU-less NUMA nodes --------------------------------------------------------------------
+
+// GPUs and a NIC below CPU-less NUMA nodes (tests/fixtures/generate.py, cpuless_numa): each is
+// local to the nearest NUMA node with CPUs on its own socket, never to the first L3.
+TEST(CpuLessNuma, DevicesTakeTheNearestNumaNodeWithCpus) {
+  const Topology& t = testing::fixture("cpuless-numa");
+  ASSERT_EQ(t.gpus.size(), 2u);
+  EXPECT_EQ(t.gpus[0].locality.cpus.to_list(), "0-7");
+  // Socket 1 has two NUMA nodes with CPUs; the distance matrix puts NUMA 2 (CPUs 16-23) nearer.
+  EXPECT_EQ(t.gpus[1].locality.cpus.to_list(), "16-23");
+  EXPECT_EQ(t.gpus[1].locality.package_index, 1);
+  EXPECT_NE(t.gpus[1].locality.basis.find("P#2"), std::string::npos) << t.gpus[1].locality.basis;
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].locality.cpus.to_list(), "16-23");
+}
+
+TEST(CpuLessNuma, TasksPreferTheirGpusNumaNodeByItsLinuxNumber) {
+  const Topology& t = testing::fixture("cpuless-numa");
+  // hwloc's logical order puts the CPU-less nodes between: Linux numbers are not indices here.
+  EXPECT_EQ(t.numa_os_numbers, (std::vector<int>{0, 4, 1, 2, 5}));
+  PlanRequest request;
+  request.ntasks = 2;
+  auto plan = make_plan(t, SitePolicy{}, request);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->tasks[0].numa_index, 0);
+  EXPECT_EQ(plan->tasks[1].numa_index, 2);  // NUMA node 2, hwloc's logical NUMA 3
+  for (const TaskPlan& task : plan->tasks)
+    EXPECT_NE(task.numa_index, 4) << "memory on a CPU-less node";
+}
+
+}  // namespace
+}  // namespace gpubind
