@@ -412,25 +412,37 @@ class Loader {
     hwloc_obj_t named = !found.nvidias.empty()   ? found.nvidias.front()
                         : !found.opencls.empty() ? found.opencls.front()
                                                  : nullptr;
-    if (named) {
-      const Vendor vendor = !found.nvidias.empty() ? Vendor::kNvidia : pci_vendor;
-      std::string found_by = std::string("hwloc OS device ") + named->name +
-                             (!found.nvidias.empty() ? " (CUDA/NVML)" : " (OpenCL)");
-      std::string uuid = vendor == Vendor::kNvidia ? nvidia_uuid(pci, found.nvidias, found_by) : "";
-      units.push_back({is_pci ? parent : named, named->name, vendor, 0, model_of(named),
+    if (named && !found.nvidias.empty()) {
+      std::string found_by = std::string("hwloc OS device ") + named->name + " (CUDA/NVML)";
+      std::string uuid = nvidia_uuid(pci, found.nvidias, found_by);
+      units.push_back({is_pci ? parent : named, named->name, Vendor::kNvidia, 0, model_of(named),
                        std::move(uuid), std::move(found_by)});
       return units;
     }
-    if (is_pci && is_gpu_pci_class(parent)) return units_of_pci_device(parent, pci_vendor);
+    // OpenCL knows neither partitions nor tiles: the driver's files still count them.
+    if (named && !is_pci) {
+      units.push_back({named, named->name, pci_vendor, 0, model_of(named), "",
+                       std::string("hwloc OS device ") + named->name + " (OpenCL)"});
+      return units;
+    }
+    if (named) {
+      return units_of_pci_device(parent, pci_vendor,
+                                 {parent, named->name, pci_vendor, 0, model_of(named), "",
+                                  std::string("hwloc OS device ") + named->name + " (OpenCL)"});
+    }
+    if (is_pci && is_gpu_pci_class(parent)) {
+      return units_of_pci_device(
+          parent, pci_vendor,
+          {parent, "", pci_vendor, 0, info(parent, "PCIDevice"), "", pci_identity(parent)});
+    }
     return units;
   }
 
   // A GPU found by PCI class, with what its kernel driver publishes: AMD compute partitions,
   // Intel tiles, the NVIDIA UUID.
-  std::vector<Unit> units_of_pci_device(hwloc_obj_t pci, Vendor vendor) {
+  std::vector<Unit> units_of_pci_device(hwloc_obj_t pci, Vendor vendor, Unit unit) {
     const std::string bus_id = pci_bus_id(pci);
     const unsigned device_id = pci->attr->pcidev.device_id;
-    Unit unit{pci, "", vendor, 0, info(pci, "PCIDevice"), "", pci_identity(pci)};
     if (vendor == Vendor::kNvidia) unit.uuid = nvidia_uuid(pci, {}, unit.found_by);
     if (vendor == Vendor::kIntel) {
       const discovery::IntelTiles tiles =
