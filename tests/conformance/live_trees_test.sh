@@ -122,11 +122,13 @@ echo "== (b) trees from node specs: planned live, planner invariants"
 for spec in "$specs"/*.json; do
   name=$(basename "$spec" .json)
   drivers=i915
-  grep -q '"vendor": *"intel"' "$spec" && drivers="i915 xe"
+  python3 -c 'import json, sys; sys.exit(not any(d.get("gpu", {}).get("vendor") == "intel"
+      for d in json.load(open(sys.argv[1]))["pci"]))' "$spec" && drivers="i915 xe"
   for driver in $drivers; do
     label=$name
     [[ $drivers == "i915 xe" ]] && label="$name/$driver"
     tree=$work/spec-$name-$driver
+    out=$work/spec-$name-$driver.out
     python3 "$make_tree" --spec "$spec" --intel-driver "$driver" "$tree" ||
       { fail "$label: make_tree failed"; continue; }
     size=$(find "$tree" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
@@ -138,13 +140,20 @@ spec = json.load(open(sys.argv[1]))
 print(spec.get("expected_gpus", ""))' "$spec")
     bad=""
     for n in $(task_counts "$g"); do
-      HWLOC_FSROOT=$tree "$gpubindctl" plan --topology live --ntasks "$n" --json >/dev/null 2>"$work/$label.err" ||
+      HWLOC_FSROOT=$tree "$gpubindctl" plan --topology live --ntasks "$n" --json >/dev/null 2>"$out.err" ||
         bad+=" $n"
     done
-    [[ -z $bad ]] || fail "$label: live plan refused for ntasks$bad: $(head -2 "$work/$label.err")"
+    [[ -z $bad ]] || fail "$label: live plan refused for ntasks$bad: $(head -2 "$out.err")"
     if [[ -n $quality ]]; then
-      HWLOC_FSROOT=$tree "$quality" --no-timing --live >"$work/$label.quality" 2>&1 ||
-        { fail "$label: gpubind-quality --live:"; grep -E 'VIOLATION|error' "$work/$label.quality" | head -5; }
+      if ! HWLOC_FSROOT=$tree "$quality" --no-timing --live >"$out.quality" 2>&1; then
+        if [[ $expected_diff == *" $label "* ]]; then
+          echo "known difference: $label: gpubind-quality --live finds $(grep -c VIOLATION "$out.quality") violation(s), e.g."
+          known=$((known + 1))
+        else
+          fail "$label: gpubind-quality --live:"
+        fi
+        grep -E 'VIOLATION|error' "$out.quality" | head -3
+      fi
     fi
     if [[ -n $expected_gpus && $expected_gpus != "$g" ]]; then
       if [[ $expected_diff == *" $label "* ]]; then

@@ -113,6 +113,7 @@ class Node:
     host_bridges: list = field(default_factory=list)
     cpu_model: str = "Generic CPU"
     hostname: str = "node"
+    dmi: dict = field(default_factory=dict)  # /sys/class/dmi/id/<name>: board_name, ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,7 +370,7 @@ VENDOR_IDS = {"amd": 0x1002, "nvidia": 0x10DE, "intel": 0x8086}
 def node_from_spec(path):
     spec = json.load(open(path))
     node = Node(hostname=spec.get("hostname", os.path.basename(path).split(".")[0]),
-                cpu_model=spec["cpu"].get("model", "Generic CPU"))
+                cpu_model=spec["cpu"].get("model", "Generic CPU"), dmi=spec.get("dmi", {}))
     cpu = spec["cpu"]
     packages, cores_per_pkg = cpu["packages"], cpu["cores_per_package"]
     threads = cpu.get("threads_per_core", 1)
@@ -451,7 +452,8 @@ def add_spec_device(hb, dev):
     for bdf in dev.get("path", []):
         bridge = next((b for b in level if b.bdf == bdf), None)
         if bridge is None:
-            bridge = Pci(bdf, dev.get("bridge_vendor", 0x1022), dev.get("bridge_device", 0x1483),
+            bridge = Pci(bdf, int(dev.get("bridge_vendor", "0x1022"), 16),
+                         int(dev.get("bridge_device", "1483"), 16),
                          0x060400, link_gen=dev.get("link_gen", 4), link_width=16,
                          bridge_buses=(0, 0))
             level.append(bridge)
@@ -824,6 +826,9 @@ def write_tree(node, out, intel_driver):
     write_numa(tree, node)
     write_proc_cpuinfo(tree, node)
     tree.write("/proc/sys/kernel/hostname", node.hostname + "\n")
+    for name, value in node.dmi.items():
+        tree.write("/sys/devices/virtual/dmi/id/" + name, value + "\n")
+        tree.link("/sys/class/dmi/id", "/sys/devices/virtual/dmi/id")
     PciWriter(tree, node, intel_driver).write()
     return tree.files
 
