@@ -376,12 +376,14 @@ class Scorer {
 }  // namespace
 
 Result<Node> load_node(const std::string& path) {
-  auto topology = load_topology_xml(path, SitePolicy::default_nic_patterns());
+  const bool live = path.empty();
+  auto topology = live ? load_topology_live(SitePolicy::default_nic_patterns())
+                       : load_topology_xml(path, SitePolicy::default_nic_patterns());
   if (!topology) return topology.error();
   auto ref = Reference::load(path);
   if (!ref) return ref.error();
   Node node;
-  node.name = std::filesystem::path(path).filename().string();
+  node.name = live ? "live" : std::filesystem::path(path).filename().string();
   node.topology = std::move(*topology);
   node.ref = std::move(*ref);
   node.core_by_pu = node.ref.core_by_pu();

@@ -25,6 +25,7 @@ struct Node {
 };
 
 // Loads both views of the dump; the error names the file.
+// An empty path: this machine, discovered live (HWLOC_FSROOT honoured).
 Result<Node> load_node(const std::string& path);
 
 // PCI bridges crossed when they share one below the host bridge, else 1000 + PUs of the smallest

@@ -66,6 +66,7 @@ constexpr int kExitViolations = 1;
 constexpr int kExitBadInput = 2;
 
 constexpr const char* kUsage = R"(usage: gpubind-quality [--json] [--no-timing] DIR_OR_XML...
+       gpubind-quality [--json] [--no-timing] --live
 
 Plans every hwloc XML dump given (a folder: every *.xml in it) for a set of step shapes, scores
 the plans with checks independent of the planner and prints one Markdown row per dump, a summary
@@ -73,6 +74,8 @@ and a VIOLATION line per hard violation.
 
   --json       the same data as JSON
   --no-timing  leave out the planner timings
+  --live       this machine instead, discovered live as gpubindd does (hwloc's HWLOC_FSROOT
+               points it at a captured sysfs/procfs tree)
 
 Exit status: 0 no violation, 1 violations, 2 bad input.
 )";
@@ -80,6 +83,7 @@ Exit status: 0 no violation, 1 violations, 2 bad input.
 struct Options {
   bool json = false;
   bool timing = true;
+  bool live = false;
   std::vector<std::string> paths;
 };
 
@@ -148,13 +152,18 @@ Result<Options> parse(int argc, char** argv) {
       options.json = true;
     } else if (arg == "--no-timing") {
       options.timing = false;
+    } else if (arg == "--live") {
+      options.live = true;
     } else if (arg.rfind("--", 0) == 0) {
       return make_error("unknown option " + arg + "\n" + kUsage);
     } else {
       options.paths.push_back(arg);
     }
   }
-  if (options.paths.empty()) return make_error(std::string("no dump given\n") + kUsage);
+  if (options.live && !options.paths.empty())
+    return make_error(std::string("--live takes no dump\n") + kUsage);
+  if (!options.live && options.paths.empty())
+    return make_error(std::string("no dump given\n") + kUsage);
   return options;
 }
 
@@ -165,7 +174,9 @@ int run(int argc, char** argv) {
   }
   auto options = parse(argc, argv);
   if (!options) return fail(options.error().message);
-  auto files = dump_files(options->paths);
+  // The empty path names the live topology.
+  auto files = options->live ? Result<std::vector<std::string>>(std::vector<std::string>{""})
+                             : dump_files(options->paths);
   if (!files) return fail(files.error().message);
   std::vector<DumpReport> dumps;
   for (const std::string& file : *files) {

@@ -39,13 +39,19 @@ std::vector<unsigned long long> bridges_above(hwloc_obj_t pci) {
   return bridges;
 }
 
-Result<TopologyHandle> open_xml(const std::string& path) {
+// An empty path discovers this machine (or the tree HWLOC_FSROOT names), without the x86
+// component, as gpubind's live loader does.
+Result<TopologyHandle> open_topology(const std::string& path) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return make_error("hwloc: cannot initialise a topology");
   TopologyHandle topo(raw, &hwloc_topology_destroy);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
-  if (hwloc_topology_set_xml(raw, path.c_str()) != 0 || hwloc_topology_load(raw) != 0)
+  if (path.empty())
+    hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+  else if (hwloc_topology_set_xml(raw, path.c_str()) != 0)
+    return make_error("'" + path + "': hwloc cannot load it (" + std::strerror(errno) + ")");
+  if (hwloc_topology_load(raw) != 0)
     return make_error("'" + path + "': hwloc cannot load it (" + std::strerror(errno) + ")");
   return topo;
 }
@@ -53,7 +59,7 @@ Result<TopologyHandle> open_xml(const std::string& path) {
 }  // namespace
 
 Result<Reference> Reference::load(const std::string& xml_path) {
-  auto topo = open_xml(xml_path);
+  auto topo = open_topology(xml_path);
   if (!topo) return topo.error();
   hwloc_topology_t t = topo->get();
   Reference ref;

@@ -28,6 +28,7 @@ struct Reference {
   std::vector<CpuSet> packages;
   std::map<std::string, DevicePlace> pci;  // by bus id, "0000:c1:00.0"
 
+  // An empty xml_path: this machine, discovered live (HWLOC_FSROOT honoured).
   static Result<Reference> load(const std::string& xml_path);
 
   // The smallest L3, NUMA node or package holding `cpus`, else the machine.
