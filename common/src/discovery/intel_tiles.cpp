@@ -1,7 +1,8 @@
 // Intel GPU tiles from the kernel drivers' sysfs. i915 registers one "gt<K>" kobject per tile
 // under the card's "gt" folder (intel_gt_sysfs.c; Ponte Vecchio is driven by Intel's backported
 // i915, upstream i915 never supported it); xe one "tile<K>" kobject under the PCI device
-// (xe_tile_sysfs.c), whose "gt<M>" folders below count media GTs too, so tiles are counted. Level Zero exposes a multi-tile card's tiles as sub-devices, and under
+// (xe_tile_sysfs.c), whose "gt<M>" folders below count media GTs too, so tiles are counted.
+// Level Zero exposes a multi-tile card's tiles as sub-devices, and under
 // ZE_FLAT_DEVICE_HIERARCHY=FLAT (the default on Ponte Vecchio) as devices of their own.
 #include <cstdio>
 #include <string>

@@ -11,9 +11,12 @@ namespace {
 using output::Json;
 
 Json locality_json(const Locality& loc) {
-  return Json{{"kind", locality_kind_name(loc.kind)}, {"index", locality_index(loc)},
-              {"cpus", loc.cpus.to_list()},           {"l3_index", loc.l3_index},
-              {"numa_index", loc.numa_index},         {"package_index", loc.package_index},
+  return Json{{"kind", locality_kind_name(loc.kind)},
+              {"index", locality_index(loc)},
+              {"cpus", loc.cpus.to_list()},
+              {"l3_index", loc.l3_index},
+              {"numa_index", loc.numa_index},
+              {"package_index", loc.package_index},
               {"basis", loc.basis}};
 }
 
