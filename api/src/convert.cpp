@@ -47,6 +47,21 @@ Locality locality_from_proto(const v1::Locality& proto) {
   return loc;
 }
 
+// oneCCL's counts as the tasks' environment gave them; bounded like the step's own counts.
+Result<PlanRequest::Ccl> ccl_from_proto(const v1::PlanRequest& proto) {
+  // Past these, {ccl_worker_affinity} is left unset (a count no node runs), not refused.
+  constexpr uint32_t kMaxCount = 1 << 20;
+  if (proto.ccl_process_launcher().size() > kMaxTokenBytes)
+    return make_error("ccl_process_launcher longer than " + std::to_string(kMaxTokenBytes) +
+                      " bytes");
+  PlanRequest::Ccl ccl;
+  if (proto.ccl_worker_count() > 0)
+    ccl.worker_count = static_cast<int>(std::min(proto.ccl_worker_count(), kMaxCount));
+  ccl.launcher = proto.ccl_process_launcher();
+  ccl.local_size = static_cast<int>(std::min(proto.ccl_local_size(), kMaxCount));
+  return ccl;
+}
+
 }  // namespace
 
 Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
@@ -133,6 +148,19 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.nic_env = !proto.no_nic_env();
   if (proto.has_omp_places()) request.omp_places = proto.omp_places();
   request.unplaced_gpus.assign(proto.unplaced_gpus().begin(), proto.unplaced_gpus().end());
+  if (proto.unplaced_slurm_indices_size() > 0 &&
+      proto.unplaced_slurm_indices_size() != proto.unplaced_gpus_size())
+    return make_error("unplaced_slurm_indices has " +
+                      std::to_string(proto.unplaced_slurm_indices_size()) + " entries for " +
+                      std::to_string(proto.unplaced_gpus_size()) + " unplaced GPUs");
+  for (uint32_t index : proto.unplaced_slurm_indices()) {
+    if (index > static_cast<uint32_t>(kMaxGpus))
+      return make_error("Slurm GPU index " + std::to_string(index) + " is out of range");
+    request.unplaced_slurm_indices.push_back(static_cast<int>(index));
+  }
+  auto ccl = ccl_from_proto(proto);
+  if (!ccl) return ccl.error();
+  request.ccl = std::move(*ccl);
   request.ze_hierarchy = proto.ze_hierarchy() == v1::ZE_HIERARCHY_COMPOSITE
                              ? ZeHierarchy::kComposite
                              : ZeHierarchy::kFlat;
@@ -163,6 +191,11 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   if (request.omp_places) proto.set_omp_places(*request.omp_places);
   for (const std::string& token : request.unplaced_gpus)
     proto.add_unplaced_gpus(token);
+  for (int index : request.unplaced_slurm_indices)
+    proto.add_unplaced_slurm_indices(static_cast<uint32_t>(std::max(index, 0)));
+  proto.set_ccl_worker_count(static_cast<uint32_t>(std::max(request.ccl.worker_count, 0)));
+  proto.set_ccl_process_launcher(request.ccl.launcher);
+  proto.set_ccl_local_size(static_cast<uint32_t>(std::max(request.ccl.local_size, 0)));
   proto.set_ze_hierarchy(request.ze_hierarchy == ZeHierarchy::kComposite
                              ? v1::ZE_HIERARCHY_COMPOSITE
                              : v1::ZE_HIERARCHY_FLAT);

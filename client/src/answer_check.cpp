@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 
 #include "gpubind/client/step_env.h"
 #include "gpubind/cpuset.h"
@@ -36,9 +37,19 @@ bool flat_tiles(const StepRequest& request, const TaskBinding& task, const std::
   return !parts.empty() && std::all_of(parts.begin(), parts.end(), all_digits);
 }
 
+// Whether `token` may be the vendor's own number for a step GPU the step calls `step_token`:
+// a vendor counts only its GPUs among those the task can see, so never past the step's number
+// for it (Slurm's count over every vendor) nor its node index.
+bool vendor_number(const std::string& token, const std::string& step_token, int node_index) {
+  const auto step_number = parse_whole_number(step_token, 0, INT_MAX);
+  return step_number &&
+         parse_whole_number(token, 0, std::min<long long>(*step_number, node_index)).has_value();
+}
+
 // A task's name for a GPU of the step: the step's token, a tile of it ("3.1", Level Zero's
 // composite hierarchy), or flat tile numbers. Tiles are Level Zero's alone: check_env lets only
-// ZE_AFFINITY_MASK carry them.
+// ZE_AFFINITY_MASK carry them. A numeric token may have become the GPU's number within its
+// vendor (a node with GPUs of two vendors): never past the numbers the step names.
 bool names_the_gpu(const StepRequest& request, const TaskBinding& task, const TaskGpuInfo& gpu,
                    const std::string& token) {
   if (token == "?") {
@@ -52,18 +63,22 @@ bool names_the_gpu(const StepRequest& request, const TaskBinding& task, const Ta
   } else if (gpu.token.rfind(token + ".", 0) == 0 &&
              all_digits(gpu.token.substr(token.size() + 1))) {
     return true;
+  } else if (vendor_number(gpu.token, token, gpu.node_index)) {
+    return true;
   }
   return flat_tiles(request, task, gpu.token);
 }
 
 Status check_gpus(const StepRequest& request, const TaskBinding& task) {
   for (const TaskGpuInfo& gpu : task.gpus) {
-    if (gpu.node_index < 0) {
-      const auto& unplaced = request.unplaced_gpus;
+    // Tokens the step gave alone (UUIDs, MIG instances), placed on a node GPU or not.
+    const auto& unplaced = request.unplaced_gpus;
+    if (!unplaced.empty()) {
       if (std::find(unplaced.begin(), unplaced.end(), gpu.token) == unplaced.end())
         return make_error("GPU '" + gpu.token + "' is not one of the step's");
       continue;
     }
+    if (gpu.node_index < 0) return make_error("GPU '" + gpu.token + "' is not one of the step's");
     const std::string token = step_token(request, gpu);
     if (token.empty())
       return make_error("GPU " + std::to_string(gpu.node_index) + " is not one of the step's");
@@ -74,14 +89,39 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
   return Ok{};
 }
 
-// Whether every GPU of the task has the step's own token (no tile of it).
-bool whole_step_gpus(const StepRequest& request, const TaskBinding& task) {
+// Whether the GPUs `var` names are whole GPUs as the step names them (or as their vendor numbers
+// them), not tiles. HIP_VISIBLE_DEVICES numbers devices instead (check_visibility_value).
+bool names_whole_gpus(const StepRequest& request, const TaskBinding& task, const TaskEnv& var) {
+  if (var.name == "HIP_VISIBLE_DEVICES") return true;
+  const std::vector<std::string> items = split_list(var.value);
   return std::all_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpuInfo& gpu) {
     if (gpu.node_index < 0) return true;
+    const std::vector<std::string> parts = split_list(gpu.token);
+    const bool named = std::any_of(parts.begin(), parts.end(), [&](const std::string& part) {
+      return std::find(items.begin(), items.end(), part) != items.end();
+    });
+    if (!named) return true;
+    if (parts.size() != 1) return false;  // a whole card as its FLAT tiles
     const std::string token = step_token(request, gpu);
-    return token == "?" ? parse_whole_number(gpu.token, 0, gpu.node_index).has_value()
-                        : gpu.token == token;
+    if (token == "?") return parse_whole_number(gpu.token, 0, gpu.node_index).has_value();
+    return gpu.token == token || vendor_number(gpu.token, token, gpu.node_index);
   });
+}
+
+// A visibility variable names some of the task's GPUs (each vendor's its own), or none (a
+// vendor the task has none of); HIP_VISIBLE_DEVICES numbers the task's devices from 0.
+Status check_visibility_value(const TaskEnv& var, const TaskBinding& task) {
+  const std::vector<std::string> mine = split_list(task.tokens);
+  for (const std::string& item : split_list(var.value)) {
+    const bool named =
+        var.name == "HIP_VISIBLE_DEVICES"
+            ? parse_whole_number(item, 0, static_cast<long>(mine.size()) - 1).has_value()
+            : std::find(mine.begin(), mine.end(), item) != mine.end();
+    if (!named)
+      return make_error(var.name + "=" + var.value + " is not the task's GPUs (" + task.tokens +
+                        ")");
+  }
+  return Ok{};
 }
 
 Status check_env(const StepRequest& request, const TaskBinding& task,
@@ -93,10 +133,8 @@ Status check_env(const StepRequest& request, const TaskBinding& task,
       return make_error("variable " + var.name +
                         " is not one binding sets (a site allows more with env_allow=)");
     if (!is_gpu_visibility_var(var.name)) continue;
-    if (var.value != task.tokens)
-      return make_error(var.name + "=" + var.value + " is not the task's GPUs (" + task.tokens +
-                        ")");
-    if (var.name != "ZE_AFFINITY_MASK" && !whole_step_gpus(request, task))
+    if (auto named = check_visibility_value(var, task); !named) return named;
+    if (var.name != "ZE_AFFINITY_MASK" && !names_whole_gpus(request, task, var))
       return make_error(var.name + "=" + var.value + " names tiles, which only Level Zero has");
   }
   return Ok{};

@@ -30,6 +30,10 @@ StepRequest make_request(const StepShape& shape, const UserFlags& flags, const E
   request.no_nic_env = flags.no_nic_env;
   request.omp = flags.omp;
   request.ze_hierarchy = ze_hierarchy_from_env(env);
+  request.ccl_worker_count = count_from_env(env, "CCL_WORKER_COUNT");
+  // A launcher name past the wire's token limit is no launcher oneCCL knows.
+  request.ccl_process_launcher = env("CCL_PROCESS_LAUNCHER").value_or("").substr(0, 64);
+  request.ccl_local_size = count_from_env(env, "CCL_LOCAL_SIZE");
   return request;
 }
 
@@ -42,6 +46,7 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
   request.gpus_given = !(site.gpus_without_gres_node && slurm_says_nothing_about_gpus(env));
   request.gpus = std::move(gpus.gpus);
   request.unplaced_gpus = std::move(gpus.unplaced);
+  request.unplaced_slurm_indices = std::move(gpus.unplaced_slurm_indices);
   built.warning = std::move(gpus.warning);
   request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
   request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");

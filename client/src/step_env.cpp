@@ -52,10 +52,26 @@ StepGpus step_gpus_from_env(const EnvLookup& env) {
       indices ? split_list(*indices) : std::vector<std::string>{};
   const std::vector<std::string> token_list =
       tokens ? split_list(*tokens) : std::vector<std::string>{};
-  const bool mig = std::any_of(token_list.begin(), token_list.end(),
-                               [](const std::string& t) { return t.rfind("MIG-", 0) == 0; });
-  if (mig) {
+  auto prefixed = [](const char* prefix) {
+    return [prefix](const std::string& t) { return t.rfind(prefix, 0) == 0; };
+  };
+  if (std::any_of(token_list.begin(), token_list.end(), prefixed("MIG-"))) {
     out.unplaced = token_list;
+    if (index_list.size() == token_list.size()) {
+      for (const std::string& text : index_list) {
+        const auto index = to_index(text);
+        if (!index) {
+          out.unplaced_slurm_indices.clear();
+          break;
+        }
+        out.unplaced_slurm_indices.push_back(*index);
+      }
+    }
+    return out;
+  }
+  if (index_list.empty() && !token_list.empty() &&
+      std::all_of(token_list.begin(), token_list.end(), prefixed("GPU-"))) {
+    out.unplaced = token_list;  // the node's UUIDs tell which GPUs they are
     return out;
   }
   if (!index_list.empty()) {
@@ -178,6 +194,10 @@ std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
   return stale;
 }
 
+// Slurm never sets HIP_VISIBLE_DEVICES: one in the task is the user's (or the plan's).
+constexpr const char* kSlurmVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                                "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
+
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task) {
   const std::string primary = task.vendor == "amd"      ? "ROCR_VISIBLE_DEVICES"
@@ -188,8 +208,12 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
   if (primary.empty() || task.gpus.empty()) return updates;
   const std::optional<std::string> after_primary =
       task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
-  for (const char* name : kVisibilityVars) {
-    if (name == primary || !task_env(name)) continue;
+  auto planned = [&](const char* name) {
+    return std::any_of(task.env.begin(), task.env.end(),
+                       [&](const TaskEnv& var) { return var.name == name; });
+  };
+  for (const char* name : kSlurmVisibilityVars) {
+    if (name == primary || !task_env(name) || planned(name)) continue;
     const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
     updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});
   }

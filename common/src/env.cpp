@@ -66,6 +66,12 @@ CompiledTemplate::CompiledTemplate(std::string_view value) {
   }
 }
 
+bool CompiledTemplate::uses(Placeholder placeholder) const {
+  return std::any_of(parts_.begin(), parts_.end(), [&](const Part& part) {
+    return part.placeholder == static_cast<int>(placeholder);
+  });
+}
+
 std::optional<std::string> CompiledTemplate::render(PlaceholderSource& source) const {
   std::string out;
   if (!render_to(source, out)) return std::nullopt;

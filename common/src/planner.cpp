@@ -91,7 +91,8 @@ Result<Plan> Planner::run() {
   hand_out_unplaced_gpus();
   if (order_ == Order::kGpu) warn_tasks_far_from_gpus();
   assign_nics();
-  render_env(topo_, policy_, request_, plan_.tasks);
+  warn_shared_gpus();
+  render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings);
   return std::move(plan_);
 }
 
@@ -129,8 +130,7 @@ void Planner::build_task_plans() {
       const StepGpu& step_gpu = step_gpus_[g];
       const Gpu& node_gpu = topo_.gpus[step_gpu.node_index];
       const int tile = task_tiles_[task];
-      plan.gpus.push_back({g, step_gpu.node_index, tile,
-                           device_token(node_gpu, step_gpu.token, tile), node_gpu.pci_bus_id,
+      plan.gpus.push_back({g, step_gpu.node_index, tile, device_token(g, tile), node_gpu.pci_bus_id,
                            node_gpu.vendor});
     }
   }

@@ -22,8 +22,10 @@ std::vector<EnvTemplate> SitePolicy::default_gpu_env() {
       {"CUDA_DEVICE_ORDER", "PCI_BUS_ID", "nvidia", true},
       {"ROCR_VISIBLE_DEVICES", "{gpus}", "amd", false},
       {"ZE_AFFINITY_MASK", "{gpus}", "intel", false},
-      // Level Zero's device order is the driver's own unless told to follow PCI ids.
-      {"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1", "intel", true},
+      // No ZE_ENABLE_PCI_ID_DEVICE_ORDER: Level Zero already counts discrete cards in PCI order
+      // and the integrated GPU after them, as gpubind numbers them; the variable would move an
+      // integrated GPU to device 0. No HIP_VISIBLE_DEVICES: frameworks disagree on it (a site
+      // chooses with {gpu_ordinals}).
       // No CCL_WORKER_AFFINITY by default: oneCCL aborts when the list is shorter than its local
       // processes times CCL_WORKER_COUNT, which a plan cannot know ({ccl_worker_affinity}).
   };

@@ -115,12 +115,6 @@ bool parse_index(const std::string& text, int& value) {
 }
 
 // "c1:00.0" and "0000:c1:00.0" name the same device.
-std::string normalize_bus_id(std::string id) {
-  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (std::count(id.begin(), id.end(), ':') == 1) id = "0000:" + id;
-  return id;
-}
-
 int trailing_number(const std::string& name) {
   size_t start = name.size();
   while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1])))
@@ -132,6 +126,19 @@ int trailing_number(const std::string& name) {
 }
 
 }  // namespace
+
+std::string canonical_bus_id(const std::string& text) {
+  std::string lower;
+  for (char c : text)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  const size_t first = lower.find(':');
+  if (first == std::string::npos || lower.find(':', first + 1) == std::string::npos)
+    return "0000:" + lower;
+  const std::string domain = lower.substr(0, first);
+  const size_t digits = domain.find_first_not_of('0');
+  const std::string value = digits == std::string::npos ? "0" : domain.substr(digits);
+  return std::string(value.size() < 4 ? 4 - value.size() : 0, '0') + value + lower.substr(first);
+}
 
 Status apply_gpu_order(Topology& topology, const std::vector<std::string>& order) {
   if (order.empty()) return Ok{};
@@ -145,9 +152,9 @@ Status apply_gpu_order(Topology& topology, const std::vector<std::string>& order
   for (const std::string& entry : order) {
     int source = -1;
     if (!parse_index(entry, source)) {
-      const std::string wanted = normalize_bus_id(entry);
+      const std::string wanted = canonical_bus_id(entry);
       for (size_t i = 0; i < count; ++i) {
-        if (normalize_bus_id(topology.gpus[i].pci_bus_id) == wanted) {
+        if (canonical_bus_id(topology.gpus[i].pci_bus_id) == wanted) {
           source = static_cast<int>(i);
           // Partitions share a bus id: take the next unused one.
           if (!used[i]) break;

@@ -27,6 +27,16 @@ bool write_strings(pb_ostream_t* stream, const pb_field_iter_t* field, void* con
   return true;
 }
 
+// A repeated uint32, one tagged varint each (proto3 readers accept it as well as packed).
+bool write_numbers(pb_ostream_t* stream, const pb_field_iter_t* field, void* const* arg) {
+  for (int value : *static_cast<const std::vector<int>*>(*arg)) {
+    if (!pb_encode_tag(stream, PB_WT_VARINT, field->tag) ||
+        !pb_encode_varint(stream, static_cast<uint32_t>(value)))
+      return false;
+  }
+  return true;
+}
+
 pb_callback_t writes(const std::string& text) {
   pb_callback_t callback{};
   callback.funcs.encode = write_string;
@@ -133,6 +143,10 @@ Status check_request(const StepRequest& r) {
     return make_error("GPUs listed both by node index and by PCI bus id");
   if (!r.order.empty() && r.order != "gpu" && r.order != "cpu")
     return make_error("order '" + r.order + "': expected gpu or cpu");
+  for (int index : r.unplaced_slurm_indices)
+    if (index < 0) return make_error("Slurm GPU index " + std::to_string(index) + " is negative");
+  if (r.ccl_worker_count < 0 || r.ccl_local_size < 0)
+    return make_error("a oneCCL count of the step is negative");
   if (!r.ze_hierarchy.empty() && r.ze_hierarchy != "flat" && r.ze_hierarchy != "composite")
     return make_error("ze_hierarchy '" + r.ze_hierarchy + "': expected flat or composite");
   return Ok{};
@@ -176,6 +190,11 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.ze_hierarchy = r.ze_hierarchy == "composite"
                              ? gpubind_v1_ZeHierarchy_ZE_HIERARCHY_COMPOSITE
                              : gpubind_v1_ZeHierarchy_ZE_HIERARCHY_FLAT;
+  message.unplaced_slurm_indices.funcs.encode = write_numbers;
+  message.unplaced_slurm_indices.arg = const_cast<std::vector<int>*>(&r.unplaced_slurm_indices);
+  message.ccl_worker_count = static_cast<uint32_t>(r.ccl_worker_count);
+  message.ccl_process_launcher = writes(r.ccl_process_launcher);
+  message.ccl_local_size = static_cast<uint32_t>(r.ccl_local_size);
   size_t size = 0;
   if (!pb_get_encoded_size(&size, gpubind_v1_PlanRequest_fields, &message))
     return make_error("step request: cannot be encoded");

@@ -154,12 +154,31 @@ TEST(ApplyBinding, AVariableThatCannotBeSetIsNotRecorded) {
 }
 
 TEST(ApplyBinding, OtherVisibilityVariablesFollowThePrimaryOnlyWhenAsked) {
-  const Env slurm = {{"HIP_VISIBLE_DEVICES", "0,1"}, {"ROCR_VISIBLE_DEVICES", "0,1"}};
+  const Env slurm = {{"CUDA_VISIBLE_DEVICES", "0,1"}, {"ROCR_VISIBLE_DEVICES", "0,1"}};
   MapEnvironment aligned(slurm), left(slurm);
   ASSERT_TRUE(apply_binding(task_on_own_cpus(), aligned, {.align_other_visibility = true}));
   ASSERT_TRUE(apply_binding(task_on_own_cpus(), left, {.align_other_visibility = false}));
-  EXPECT_EQ(aligned.vars["HIP_VISIBLE_DEVICES"], "0") << "HIP counts within ROCm's narrowed list";
-  EXPECT_EQ(left.vars["HIP_VISIBLE_DEVICES"], "0,1");
+  EXPECT_EQ(aligned.vars["CUDA_VISIBLE_DEVICES"], "0") << "HIP counts within ROCm's narrowed list";
+  EXPECT_EQ(left.vars["CUDA_VISIBLE_DEVICES"], "0,1");
+}
+
+// Slurm never sets HIP_VISIBLE_DEVICES: one in the task is the user's, and stays theirs unless
+// the site's policy sets it.
+TEST(ApplyBinding, AUsersHipVisibleDevicesIsLeftAlone) {
+  MapEnvironment env(Env{{"HIP_VISIBLE_DEVICES", "1"}, {"ROCR_VISIBLE_DEVICES", "0,1"}});
+  ASSERT_TRUE(apply_binding(task_on_own_cpus(), env, {.align_other_visibility = true}));
+  EXPECT_EQ(env.vars["HIP_VISIBLE_DEVICES"], "1");
+}
+
+// A variable the plan sets is the plan's: a vendor the task has no GPU of keeps its emptied
+// list, not the task's tokens.
+TEST(ApplyBinding, WhatThePlanSetsIsNotRealigned) {
+  TaskBinding task = task_on_own_cpus();
+  task.env.push_back({"CUDA_VISIBLE_DEVICES", "", false});
+  MapEnvironment env(Env{{"CUDA_VISIBLE_DEVICES", "0,1"}, {"ROCR_VISIBLE_DEVICES", "0,1"}});
+  ASSERT_TRUE(apply_binding(task, env, {.align_other_visibility = true}));
+  EXPECT_EQ(env.vars["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env.vars["ROCR_VISIBLE_DEVICES"], "1");
 }
 
 TEST(ApplyBinding, WhatAnOuterBindingLeftIsClearedOnlyWhenAsked) {

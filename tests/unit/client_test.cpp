@@ -122,9 +122,20 @@ TEST(StepEnv, GpusFromSlurmIndicesAndTokens) {
   ASSERT_EQ(tokens_only.gpus.size(), 2u);
   EXPECT_EQ(tokens_only.gpus[1].first, 6);
 
-  auto uuids = step_gpus_from_env(env_of({{"CUDA_VISIBLE_DEVICES", "GPU-abc"}}));
-  EXPECT_TRUE(uuids.gpus.empty()) << "unmappable: bind without GPUs rather than guess";
-  EXPECT_NE(uuids.warning.find("without SLURM_STEP_GPUS"), std::string::npos);
+  // UUIDs without Slurm's indices: the planner finds them among the node's GPUs.
+  auto uuids = step_gpus_from_env(env_of({{"CUDA_VISIBLE_DEVICES", "GPU-abc,GPU-def"}}));
+  EXPECT_TRUE(uuids.gpus.empty());
+  EXPECT_EQ(uuids.unplaced, (std::vector<std::string>{"GPU-abc", "GPU-def"}));
+  EXPECT_TRUE(uuids.warning.empty());
+  // A mix of numbers and UUIDs cannot be mapped without SLURM_STEP_GPUS.
+  auto mixed = step_gpus_from_env(env_of({{"CUDA_VISIBLE_DEVICES", "0,GPU-abc"}}));
+  EXPECT_TRUE(mixed.gpus.empty() && mixed.unplaced.empty());
+  EXPECT_NE(mixed.warning.find("without SLURM_STEP_GPUS"), std::string::npos);
+  // MIG instances keep Slurm's indices, which count instances GPU by GPU.
+  auto mig = step_gpus_from_env(
+      env_of({{"SLURM_STEP_GPUS", "3,4"}, {"CUDA_VISIBLE_DEVICES", "MIG-a,MIG-b"}}));
+  EXPECT_EQ(mig.unplaced, (std::vector<std::string>{"MIG-a", "MIG-b"}));
+  EXPECT_EQ(mig.unplaced_slurm_indices, (std::vector<int>{3, 4}));
 
   EXPECT_TRUE(step_gpus_from_env(env_of({})).gpus.empty()) << "a step without GPUs";
 }
@@ -187,7 +198,7 @@ TEST(StepEnv, WithoutThePrimaryVariableTheOthersCountInSlurmsList) {
                       {"HIP_VISIBLE_DEVICES", "0,1,2,3"}});
   auto got = updates_of(step, amd);
   EXPECT_EQ(got["GPU_DEVICE_ORDINAL"], "2") << "GPU 6 is the third in ROCR_VISIBLE_DEVICES";
-  EXPECT_EQ(got["HIP_VISIBLE_DEVICES"], "2");
+  EXPECT_EQ(got.count("HIP_VISIBLE_DEVICES"), 0u) << "never Slurm's: the user's own";
   EXPECT_EQ(got.count("ROCR_VISIBLE_DEVICES"), 0u) << "left as Slurm set it";
 
   auto no_rocr = env_of({{"GPU_DEVICE_ORDINAL", "4,5,6,7"}});

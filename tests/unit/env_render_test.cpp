@@ -65,7 +65,8 @@ std::vector<TaskPlan> two_tasks() {
 
 TEST(EnvRender, DefaultPolicyGivesEachTaskItsGpusNicAndThreads) {
   std::vector<TaskPlan> tasks = two_tasks();
-  render_env(two_nic_node(), SitePolicy(), PlanRequest(), tasks);
+  std::vector<std::string> warnings;
+  render_env(two_nic_node(), SitePolicy(), PlanRequest(), tasks, warnings);
   EXPECT_EQ(vars_of(tasks[0]), (Vars{{"ROCR_VISIBLE_DEVICES", "0"},
                                      {"MPICH_OFI_NIC_POLICY", "USER"},
                                      {"MPICH_OFI_NIC_MAPPING", "0:0; 1:1"},
@@ -93,7 +94,8 @@ TEST(EnvRender, DefaultPolicyGivesEachTaskItsGpusNicAndThreads) {
 
 TEST(EnvRender, TemplatesKeepTheirOrderAndOnlyIfUnsetFlag) {
   std::vector<TaskPlan> tasks = two_tasks();
-  render_env(two_nic_node(), SitePolicy(), PlanRequest(), tasks);
+  std::vector<std::string> warnings;
+  render_env(two_nic_node(), SitePolicy(), PlanRequest(), tasks, warnings);
   std::vector<std::pair<std::string, bool>> order;
   for (const EnvVar var : tasks[0].env)
     order.emplace_back(std::string(var.name), var.only_if_unset);
@@ -114,16 +116,17 @@ TEST(EnvRender, PlaceholdersTakeEachTasksAndTheNodesValues) {
       {"NIC", "{nic}:{nic_netdev}:{nic_rdma}:{nic_index} of {node_nics_rdma}", "slingshot", false}};
   policy.omp_env = {{"CCL", "{ccl_worker_affinity}", "", false}};
   std::vector<TaskPlan> tasks = two_tasks();
-  render_env(two_nic_node(), policy, PlanRequest(), tasks);
+  std::vector<std::string> warnings;
+  render_env(two_nic_node(), policy, PlanRequest(), tasks, warnings);
   const Vars first = vars_of(tasks[0]), second = vars_of(tasks[1]);
   EXPECT_EQ(first.count("VENDOR_ONLY"), 0u) << "an nvidia template on an AMD task";
   EXPECT_EQ(first.at("TASK"), "0/2 0xf 4 1 numa0");
   EXPECT_EQ(second.at("TASK"), "1/2 0xf0 4 2 numa1");
   EXPECT_EQ(first.at("NIC"), "hsn0:hsn0:cxi0:0 of cxi0,cxi2");
   EXPECT_EQ(second.at("NIC"), "hsn2:hsn2:cxi2:2 of cxi0,cxi2");
-  // One oneCCL worker per GPU device on the node, each on the last CPU of its share.
-  EXPECT_EQ(first.at("CCL"), "3,5,7");
-  EXPECT_EQ(second.at("CCL"), "3,5,7");
+  // One oneCCL worker per process (the step's tasks), each on the last CPU of its own task.
+  EXPECT_EQ(first.at("CCL"), "3,7");
+  EXPECT_EQ(second.at("CCL"), "3,7");
 }
 
 TEST(EnvRender, RequestTurnsGroupsOffAndOmpPlacesOn) {
@@ -132,7 +135,8 @@ TEST(EnvRender, RequestTurnsGroupsOffAndOmpPlacesOn) {
   request.nic_env = false;
   request.omp_places = true;
   std::vector<TaskPlan> tasks = two_tasks();
-  render_env(two_nic_node(), SitePolicy(), request, tasks);
+  std::vector<std::string> warnings;
+  render_env(two_nic_node(), SitePolicy(), request, tasks, warnings);
   const Vars vars = vars_of(tasks[1]);
   EXPECT_EQ(vars.count("ROCR_VISIBLE_DEVICES"), 0u);
   EXPECT_EQ(vars.count("MPICH_OFI_NIC_POLICY"), 0u);
@@ -146,7 +150,8 @@ TEST(EnvRender, RequestTurnsGroupsOffAndOmpPlacesOn) {
 TEST(EnvRender, TaskWithoutGpusOrNicGetsOnlyItsCpus) {
   std::vector<TaskPlan> tasks(1);
   tasks[0].cpus = CpuSet::range(0, 1);
-  render_env(Topology(), SitePolicy(), PlanRequest(), tasks);
+  std::vector<std::string> warnings;
+  render_env(Topology(), SitePolicy(), PlanRequest(), tasks, warnings);
   EXPECT_EQ(vars_of(tasks[0]), (Vars{{"OMP_NUM_THREADS", "2"},
                                      {"GPUBIND_BOUND", "1"},
                                      {"GPUBIND_LOCAL_RANK", "0"},
@@ -164,7 +169,8 @@ TEST(EnvRender, MakePlanRendersWhatRenderEnvRenders) {
   std::vector<TaskPlan> tasks = plan->tasks;
   for (TaskPlan& task : tasks)
     task.env = EnvList();
-  render_env(topology, policy, request, tasks);
+  std::vector<std::string> warnings;
+  render_env(topology, policy, request, tasks, warnings);
   for (size_t i = 0; i < tasks.size(); ++i) {
     EXPECT_FALSE(vars_of(tasks[i]).empty());
     EXPECT_EQ(vars_of(tasks[i]), vars_of(plan->tasks[i])) << "rank " << i;

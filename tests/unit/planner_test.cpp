@@ -368,7 +368,8 @@ TEST(PlannerLumi, NoCoreSharedWhileCoresSuffice) {
       request.order = order;
       const Plan plan = plan_or_fail(t, lumi_policy(), request);
       EXPECT_TRUE(testing::no_core_shared(t, plan)) << n << " tasks, order " << order_name(order);
-      EXPECT_TRUE(plan.warnings.empty()) << n << ": " << plan.warnings[0];
+      for (const std::string& warning : plan.warnings)
+        EXPECT_NE(warning.find("share GPU"), std::string::npos) << n << ": " << warning;
     }
   }
 }
@@ -396,8 +397,11 @@ TEST(PlannerLumi, TasksPerGpu) {
   request.tasks_per_gpu = 1;
   request.ntasks = 10;
   const Plan over = plan_or_fail(t, lumi_policy(), request);
-  ASSERT_EQ(over.warnings.size(), 1u);
+  ASSERT_EQ(over.warnings.size(), 2u);
   EXPECT_NE(over.warnings[0].find("need 10 GPUs but the step has 8"), std::string::npos);
+  EXPECT_NE(over.warnings[1].find("2 tasks share GPU 0000:c1:00.0 (and 1 more GPU is shared)"),
+            std::string::npos)
+      << over.warnings[1];
 }
 
 TEST(PlannerLumi, GpusPerTask) {
@@ -409,8 +413,9 @@ TEST(PlannerLumi, GpusPerTask) {
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "2,3");
   request.ntasks = 8;
   const Plan over = plan_or_fail(t, lumi_policy(), request);
-  ASSERT_EQ(over.warnings.size(), 1u);
+  ASSERT_EQ(over.warnings.size(), 2u);
   EXPECT_NE(over.warnings[0].find("tasks share GPUs"), std::string::npos);
+  EXPECT_NE(over.warnings[1].find("2 tasks share GPU"), std::string::npos);
   EXPECT_EQ(env_of(over.tasks[0], "ROCR_VISIBLE_DEVICES"), "0,1");
   EXPECT_EQ(env_of(over.tasks[1], "ROCR_VISIBLE_DEVICES"), "0,1");
 }
@@ -527,8 +532,8 @@ TEST(PlannerAurora, FlatHierarchyNamesTilesAsDevices) {
   }
   const Plan cards = plan_or_fail(t, SitePolicy(), tasks(6));
   EXPECT_EQ(env_of(cards.tasks[4], "ZE_AFFINITY_MASK"), "8,9");
-  EXPECT_EQ(env_of(cards.tasks[4], "ZE_ENABLE_PCI_ID_DEVICE_ORDER"), "1");
-  EXPECT_TRUE(find_env(cards.tasks[4], "ZE_ENABLE_PCI_ID_DEVICE_ORDER")->only_if_unset);
+  EXPECT_EQ(env_of(cards.tasks[4], "ZE_ENABLE_PCI_ID_DEVICE_ORDER"), "<unset>")
+      << "Level Zero sorts discrete cards by PCI bus itself";
   // The step's own card numbers (Slurm's tokens) are what the tiles count from.
   PlanRequest two = tasks(2);
   two.gpus = std::vector<StepGpu>{{3, "0"}, {5, "1"}};
@@ -564,13 +569,44 @@ TEST(PlannerAurora, CclWorkersStayOnTheirOwnTasksCores) {
     EXPECT_EQ(ccl_list(per_tile.tasks[r]), items);
     EXPECT_TRUE(per_tile.tasks[r].cpus.test(items[r])) << "rank " << r;
   }
-  // One task starting a worker per device (12 tiles under FLAT): twelve distinct CPUs of its own.
-  const Plan one = plan_or_fail(t, policy, tasks(1));
-  const std::vector<int> workers = ccl_list(one.tasks[0]);
+  // A rank per whole card (two tiles under FLAT) is still one oneCCL process: 6 entries.
+  EXPECT_EQ(ccl_list(plan_or_fail(t, policy, tasks(6)).tasks[0]).size(), 6u);
+  // CCL_WORKER_COUNT=2: two workers per process, each on a CPU of its own task.
+  PlanRequest two_workers = tasks(6);
+  two_workers.ccl.worker_count = 2;
+  const Plan plan = plan_or_fail(t, policy, two_workers);
+  const std::vector<int> workers = ccl_list(plan.tasks[0]);
   ASSERT_EQ(workers.size(), 12u);
   EXPECT_EQ(std::set<int>(workers.begin(), workers.end()).size(), 12u);
-  for (int cpu : workers)
-    EXPECT_TRUE(one.tasks[0].cpus.test(cpu)) << cpu;
+  for (int i = 0; i < 12; ++i)
+    EXPECT_TRUE(plan.tasks[i / 2].cpus.test(workers[i])) << "entry " << i;
+}
+
+TEST(PlannerAurora, CclWorkerAffinityIsLeftUnsetWhereItsCountCannotBeKnown) {
+  const Topology& t = fixture("aurora-pvc");
+  SitePolicy policy;
+  policy.gpu_env.push_back({"CCL_WORKER_AFFINITY", "{ccl_worker_affinity}", "intel", true});
+  auto unset_because = [&](PlanRequest request, const std::string& why) {
+    const Plan plan = plan_or_fail(t, policy, request);
+    EXPECT_EQ(env_of(plan.tasks[0], "CCL_WORKER_AFFINITY"), "<unset>") << why;
+    ASSERT_EQ(plan.warnings.size(), 1u) << why;
+    EXPECT_NE(plan.warnings[0].find(why), std::string::npos) << plan.warnings[0];
+  };
+  PlanRequest torchrun = tasks(2);
+  torchrun.ccl.launcher = "torchrun";
+  unset_because(torchrun, "CCL_WORKER_AFFINITY is not set: CCL_PROCESS_LAUNCHER=torchrun");
+  PlanRequest none = tasks(2);
+  none.ccl.launcher = "none";
+  none.ccl.local_size = 4;
+  unset_because(none, "CCL_LOCAL_SIZE=4 is not the step's 2 tasks");
+  none.ccl.local_size = 2;
+  EXPECT_EQ(ccl_list(plan_or_fail(t, policy, none).tasks[1]).size(), 2u);
+  PlanRequest other = tasks(2);
+  other.ccl.launcher = "mpiexec";
+  unset_because(other, "CCL_PROCESS_LAUNCHER=mpiexec is not a launcher gpubind knows");
+  PlanRequest pmix = tasks(2);
+  pmix.ccl.launcher = "pmix";
+  EXPECT_EQ(ccl_list(plan_or_fail(t, policy, pmix).tasks[0]).size(), 2u);
 }
 
 TEST(PlannerAurora, NicsAreBalancedAmongEquallyCloseOnes) {
@@ -703,6 +739,178 @@ TEST(PlannerWorkstation, NoNicMeansNoNicEnv) {
   EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "0") << "per-vendor numbering";
   EXPECT_EQ(env_of(plan.tasks[0], "NCCL_SOCKET_IFNAME"), "<unset>");
   EXPECT_EQ(env_of(plan.tasks[0], "GPUBIND_NIC"), "<unset>");
+}
+
+// Slurm numbers a node's GPUs together; each runtime counts its own vendor's only.
+TEST(PlannerVendors, EachVendorsVariableHoldsItsOwnNumbersAndHidesTheOthers) {
+  const Topology& t = fixture("workstation-mixed");  // GPU 0 NVIDIA, GPU 1 AMD
+  PlanRequest two = tasks(2);
+  two.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};  // Slurm's numbers
+  const Plan split = plan_or_fail(t, SitePolicy(), two);
+  EXPECT_EQ(env_of(split.tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(split.tasks[0], "ROCR_VISIBLE_DEVICES"), "") << "no AMD GPU for this task";
+  EXPECT_EQ(env_of(split.tasks[1], "ROCR_VISIBLE_DEVICES"), "0") << "ROCm's first GPU";
+  EXPECT_EQ(env_of(split.tasks[1], "CUDA_VISIBLE_DEVICES"), "") << "no NVIDIA GPU leaks in";
+  // HIP would read NVIDIA's CUDA_VISIBLE_DEVICES: it gets the AMD devices ROCR leaves.
+  EXPECT_EQ(env_of(split.tasks[1], "HIP_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(split.tasks[0], "HIP_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(env_of(split.tasks[1], "CUDA_DEVICE_ORDER"), "<unset>") << "an NVIDIA template";
+
+  PlanRequest one = tasks(1);
+  one.gpus = two.gpus;
+  const Plan both = plan_or_fail(t, SitePolicy(), one);
+  EXPECT_EQ(env_of(both.tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(both.tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(both.tasks[0], "HIP_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(env_of(both.tasks[0], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+  EXPECT_EQ(env_of(both.tasks[0], "GPUBIND_GPU_PCI"), "0000:01:00.0,0000:0a:00.0");
+
+  // Under a device cgroup Slurm numbers the step's GPUs from 0: the AMD GPU alone is "0".
+  PlanRequest amd_only = tasks(1);
+  amd_only.gpus = std::vector<StepGpu>{{1, "0"}};
+  EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), amd_only).tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
+  amd_only.gpus = std::vector<StepGpu>{{1, "1"}};
+  EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), amd_only).tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
+}
+
+TEST(PlannerVendors, SingleVendorNodesKeepSlurmsNumbers) {
+  const Topology& t = fixture("lumi-g");
+  PlanRequest request = tasks(2);
+  request.gpus = std::vector<StepGpu>{{3, "3"}, {6, "6"}};
+  const Plan global = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(env_of(global.tasks[0], "ROCR_VISIBLE_DEVICES"), "3");
+  EXPECT_EQ(env_of(global.tasks[1], "ROCR_VISIBLE_DEVICES"), "6");
+  EXPECT_EQ(env_of(global.tasks[1], "CUDA_VISIBLE_DEVICES"), "<unset>") << "a single-vendor node";
+  request.gpus = std::vector<StepGpu>{{3, "0"}, {6, "1"}};
+  const Plan local = plan_or_fail(t, lumi_policy(), request);
+  EXPECT_EQ(env_of(local.tasks[1], "ROCR_VISIBLE_DEVICES"), "1");
+}
+
+// Level Zero counts discrete cards in PCI order and an integrated GPU after them.
+TEST(PlannerVendors, LevelZeroCountsTheIntegratedGpuLast) {
+  Topology t = fixture("aurora-pvc");
+  Gpu integrated = t.gpus[0];
+  integrated.pci_bus_id = "0000:00:02.0";
+  integrated.tiles = 0;
+  t.gpus.insert(t.gpus.begin(), integrated);
+  for (size_t i = 0; i < t.gpus.size(); ++i)
+    t.gpus[i].index = static_cast<int>(i);
+  const Plan plan = plan_or_fail(t, SitePolicy(), tasks(7));
+  EXPECT_EQ(env_of(plan.tasks[0], "ZE_AFFINITY_MASK"), "12") << "after the 6 cards' 12 tiles";
+  EXPECT_EQ(env_of(plan.tasks[1], "ZE_AFFINITY_MASK"), "0,1") << "the first card is device 0";
+  EXPECT_EQ(env_of(plan.tasks[6], "ZE_AFFINITY_MASK"), "10,11");
+  PlanRequest composite = tasks(7);
+  composite.ze_hierarchy = ZeHierarchy::kComposite;
+  const Plan cards = plan_or_fail(t, SitePolicy(), composite);
+  EXPECT_EQ(env_of(cards.tasks[0], "ZE_AFFINITY_MASK"), "6");
+  EXPECT_EQ(env_of(cards.tasks[1], "ZE_AFFINITY_MASK"), "0");
+}
+
+// A node whose GPUs' UUIDs are known (the driver's procfs, hwloc's NVIDIAUUID).
+Topology dgx_with_uuids() {
+  Topology t = fixture("dgx-h100");
+  for (Gpu& gpu : t.gpus)
+    gpu.uuid = "GPU-0000000" + std::to_string(gpu.index) + "-aaaa-bbbb-cccc-dddddddddddd";
+  return t;
+}
+
+TEST(PlannerUuids, GpuUuidsArePlacedOnTheirGpus) {
+  const Topology t = dgx_with_uuids();
+  PlanRequest request = tasks(2);
+  request.unplaced_gpus = {t.gpus[5].uuid, t.gpus[2].uuid};
+  const Plan plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_TRUE(plan.warnings.empty()) << plan.warnings[0];
+  ASSERT_EQ(plan.tasks[0].gpus.size(), 1u);
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 5);
+  EXPECT_EQ(env_of(plan.tasks[0], "CUDA_VISIBLE_DEVICES"), t.gpus[5].uuid)
+      << "as the step names it";
+  EXPECT_EQ(plan.tasks[1].gpus[0].node_index, 2);
+  for (int r : {0, 1}) {
+    const Gpu& gpu = t.gpus[plan.tasks[r].gpus[0].node_index];
+    EXPECT_TRUE(plan.tasks[r].cpus.is_subset_of(gpu.locality.cpus)) << "rank " << r;
+  }
+  // Hex digits in upper case, as some tools print them.
+  std::string upper = t.gpus[7].uuid;
+  for (char& c : upper)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  request.unplaced_gpus = {upper, t.gpus[0].uuid};
+  EXPECT_EQ(plan_or_fail(t, SitePolicy(), request).tasks[0].gpus[0].node_index, 7);
+  // Slurm's env_uuid: an index beside each UUID; the UUID names the GPU the runtime opens.
+  PlanRequest indexed = tasks(1);
+  indexed.gpus = std::vector<StepGpu>{{1, t.gpus[4].uuid}};
+  EXPECT_EQ(plan_or_fail(t, SitePolicy(), indexed).tasks[0].gpus[0].node_index, 4);
+  // A UUID the node does not list: today's tokens without locality, said.
+  request.unplaced_gpus = {t.gpus[1].uuid, "GPU-ffffffff-0000-0000-0000-000000000000"};
+  const Plan unknown = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(unknown.tasks[0].gpus[0].node_index, -1);
+  ASSERT_EQ(unknown.warnings.size(), 1u);
+  EXPECT_NE(unknown.warnings[0].find("names GPUs this node does not list"), std::string::npos);
+  request.unplaced_gpus = {t.gpus[1].uuid, t.gpus[1].uuid};
+  EXPECT_FALSE(make_plan(t, SitePolicy(), request)) << "one GPU twice";
+}
+
+TEST(PlannerUuids, MigInstancesArePlacedNearTheirParentGpu) {
+  Topology t = dgx_with_uuids();
+  PlanRequest request = tasks(2);
+  request.unplaced_gpus = {"MIG-11111111-2222-3333-4444-555555555555",
+                           "MIG-66666666-7777-8888-9999-000000000000"};
+  // Which GPU holds a MIG UUID is NVML's to say; with MIG on one GPU only, it is that one.
+  t.gpus[6].mig_instances = 3;
+  Plan plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_TRUE(plan.warnings.empty());
+  for (int r : {0, 1}) {
+    EXPECT_EQ(plan.tasks[r].gpus[0].node_index, 6);
+    EXPECT_EQ(env_of(plan.tasks[r], "CUDA_VISIBLE_DEVICES"), request.unplaced_gpus[r]);
+    EXPECT_TRUE(plan.tasks[r].cpus.intersects(t.gpus[6].locality.cpus)) << "rank " << r;
+    EXPECT_EQ(plan.tasks[r].numa_index, t.numa_os_number(t.gpus[6].locality.numa_index));
+  }
+  // MIG on several GPUs: Slurm's indices count instances GPU by GPU (2 on GPU 1, 3 on GPU 6).
+  t.gpus[1].mig_instances = 2;
+  request.unplaced_slurm_indices = {1, 4};
+  plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 1);
+  EXPECT_EQ(plan.tasks[1].gpus[0].node_index, 6);
+  // Without them nothing tells: tokens without locality, as before, said.
+  request.unplaced_slurm_indices.clear();
+  plan = plan_or_fail(t, SitePolicy(), request);
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, -1);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("MIG instances"), std::string::npos);
+  // Drivers before R470 name the parent GPU in the token.
+  request.unplaced_gpus = {"MIG-" + t.gpus[3].uuid + "/1/0"};
+  EXPECT_EQ(plan_or_fail(t, SitePolicy(), request).tasks[0].gpus[0].node_index, 3);
+}
+
+// no-gpu-env: the step's visibility variables stay Slurm's, but CUDA still counts in PCI order,
+// as codes that pick their GPU by local rank need.
+TEST(PlannerVendors, NoGpuEnvKeepsTheDeviceOrder) {
+  PlanRequest request = tasks(8);
+  request.gpu_env = false;
+  const Plan plan = plan_or_fail(fixture("dgx-h100"), SitePolicy(), request);
+  EXPECT_EQ(env_of(plan.tasks[3], "CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(env_of(plan.tasks[3], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+}
+
+TEST(PlannerVendors, HipVisibleDevicesIsTheSitesChoice) {
+  const Topology& t = fixture("lumi-g");
+  EXPECT_EQ(env_of(plan_or_fail(t, lumi_policy(), tasks(2)).tasks[1], "HIP_VISIBLE_DEVICES"),
+            "<unset>")
+      << "left alone by default";
+  SitePolicy policy = lumi_policy();
+  policy.gpu_env.push_back({"HIP_VISIBLE_DEVICES", "{gpu_ordinals}", "amd", false});
+  const Plan plan = plan_or_fail(t, policy, tasks(2));
+  EXPECT_EQ(env_of(plan.tasks[1], "ROCR_VISIBLE_DEVICES"), "4,5,6,7");
+  EXPECT_EQ(env_of(plan.tasks[1], "HIP_VISIBLE_DEVICES"), "0,1,2,3");
+}
+
+TEST(PlannerWarnings, TasksSharingAGpuAreToldOnce) {
+  const Plan plan = plan_or_fail(fixture("dgx-h100"), SitePolicy(), tasks(16));
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0].substr(0, 58),
+            "2 tasks share GPU 0000:1b:00.0 (and 7 more GPUs are shared");
+  EXPECT_NE(plan.warnings[0].find("NCCL_MULTI_RANK_GPU_ENABLE=1"), std::string::npos);
+  // Tiles of one card are devices of their own: no warning.
+  EXPECT_TRUE(plan_or_fail(fixture("aurora-pvc"), SitePolicy(), tasks(12)).warnings.empty());
 }
 
 TEST(PlannerNoGpus, CpuOnlyStepsPlanByCoresWithoutGpuEnv) {
@@ -961,8 +1169,9 @@ TEST(PlannerWarnings, CountsAgreeWithTheirNouns) {
   request.gpus = std::vector<StepGpu>{{4, "0"}};
   request.allowed_cpus = CpuSet::of({1});
   const Plan plan = plan_or_fail(fixture("lumi-g"), lumi_policy(), request);
-  ASSERT_EQ(plan.warnings.size(), 1u);
+  ASSERT_EQ(plan.warnings.size(), 2u);
   EXPECT_EQ(plan.warnings[0], "2 tasks on 1 usable core: some tasks share cores");
+  EXPECT_EQ(plan.warnings[1].substr(0, 32), "2 tasks share GPU 0000:d1:00.0: ");
 }
 
 }  // namespace

@@ -118,6 +118,11 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
   r.no_nic_env = p.no_nic_env();
   r.omp = p.has_omp_places() && p.omp_places();
   r.ze_hierarchy = p.ze_hierarchy() == v1::ZE_HIERARCHY_COMPOSITE ? "composite" : "flat";
+  for (uint32_t index : p.unplaced_slurm_indices())
+    r.unplaced_slurm_indices.push_back(static_cast<int>(index));
+  r.ccl_worker_count = static_cast<int>(p.ccl_worker_count());
+  r.ccl_process_launcher = p.ccl_process_launcher();
+  r.ccl_local_size = static_cast<int>(p.ccl_local_size());
   return r;
 }
 

@@ -16,6 +16,7 @@ enum class Placeholder {
   kGpus,            // the task's GPU visibility tokens, "0,1" or tiles "0.1"
   kGpuPci,          // PCI bus ids of the task's GPUs
   kNgpus,           // number of GPU tokens
+  kGpuOrdinals,     // "0,1,...,k-1": the task's k GPU devices as numbered once narrowed to them
   kNic,             // the task's first NIC: name (first pattern match), e.g. hsn0 or mlx5_0
   kNicNetdev,       // network interface of that NIC, e.g. hsn0 / ib0
   kNicRdma,         // RDMA device of that NIC, e.g. cxi0 / mlx5_0
@@ -42,31 +43,15 @@ enum class Placeholder {
 };
 
 inline constexpr std::array<const char*, static_cast<size_t>(Placeholder::kCount)>
-    kPlaceholderNames = {"gpus",
-                         "gpu_pci",
-                         "ngpus",
-                         "nic",
-                         "nic_netdev",
-                         "nic_rdma",
-                         "nic_index",
-                         "nic_mapping",
-                         "nics",
-                         "nics_netdev",
-                         "nics_rdma",
-                         "nics_ucx",
-                         "node_nics",
-                         "node_nics_netdev",
-                         "node_nics_rdma",
-                         "omp_threads",
-                         "ccl_worker_affinity",
-                         "cpus",
-                         "cpu_mask",
-                         "ncpus",
-                         "ncores",
-                         "numa",
-                         "l3",
-                         "local_rank",
-                         "ntasks"};
+    kPlaceholderNames = {"gpus",           "gpu_pci",     "ngpus",
+                         "gpu_ordinals",   "nic",         "nic_netdev",
+                         "nic_rdma",       "nic_index",   "nic_mapping",
+                         "nics",           "nics_netdev", "nics_rdma",
+                         "nics_ucx",       "node_nics",   "node_nics_netdev",
+                         "node_nics_rdma", "omp_threads", "ccl_worker_affinity",
+                         "cpus",           "cpu_mask",    "ncpus",
+                         "ncores",         "numa",        "l3",
+                         "local_rank",     "ntasks"};
 
 // The variables every bound task gets about its binding (GPUBIND_BOUND marks it bound).
 inline constexpr std::array<const char*, 7> kBindingInfoVars = {
@@ -103,6 +88,8 @@ class CompiledTemplate {
   explicit CompiledTemplate(std::string_view value);
   // As render_template below.
   std::optional<std::string> render(PlaceholderSource& source) const;
+  // Whether the template uses `placeholder`.
+  bool uses(Placeholder placeholder) const;
   // Appends the filled template to `out` (a std::string or an EnvList::ValueWriter); false
   // (with `out` partly written) where render gives nullopt. `source` is a PlaceholderSource;
   // a final one is called directly.

@@ -38,9 +38,13 @@ struct PlanRequest {
   // socket by socket in the same order); nullopt = no restriction. Combined with allowed_cpus.
   std::optional<CpuSet> allowed_cores;
   std::optional<std::vector<StepGpu>> gpus;  // nullopt = every GPU of the node, tokens "0".."G-1"
-  // GPUs the step names by tokens alone, with no node GPU known for them (NVIDIA MIG instances:
-  // "MIG-<uuid>"): handed to tasks as they are, cores placed without them. Only with no `gpus`.
+  // GPUs the step names by tokens alone, with no node index (GPU UUIDs, NVIDIA MIG instances
+  // "MIG-<uuid>"): each placed on its GPU where the node's UUIDs or MIG layout tell which, else
+  // handed to tasks as they are, cores placed without them. Only with no `gpus`.
   std::vector<std::string> unplaced_gpus;
+  // Slurm's index for each unplaced token, where it gave one (SLURM_STEP_GPUS): for MIG
+  // instances it counts instances, GPU by GPU in PCI order. Empty when not known.
+  std::vector<int> unplaced_slurm_indices;
   int cpus_per_task = 0;       // logical CPUs per task; 0 = an even share
   int gpus_per_task = 0;       // 0 = derived from tasks and GPUs
   int tasks_per_gpu = 0;       // 0 = derived
@@ -54,6 +58,12 @@ struct PlanRequest {
   // How the task's Level Zero counts devices (its ZE_FLAT_DEVICE_HIERARCHY): FLAT (the default)
   // makes each PVC tile a device, COMPOSITE keeps cards with "card.tile" sub-devices.
   ZeHierarchy ze_hierarchy = ZeHierarchy::kFlat;
+  // oneCCL in the tasks, from their environment: what {ccl_worker_affinity} must count.
+  struct Ccl {
+    int worker_count = 1;  // CCL_WORKER_COUNT, oneCCL's default 1
+    std::string launcher;  // CCL_PROCESS_LAUNCHER, "" = unset
+    int local_size = 0;    // CCL_LOCAL_SIZE (launcher "none"), 0 = unset
+  } ccl;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).

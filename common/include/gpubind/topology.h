@@ -60,6 +60,9 @@ struct Gpu {
   int partitions = 1;   // logical GPUs sharing the physical device
   int tiles = 0;        // sub-devices addressable as "g.t" (Intel PVC tiles), 0 if none
   std::string uuid;     // NVIDIA "GPU-…" UUID when known, else empty
+  // NVIDIA MIG instances the driver lists on it (one per compute instance); 0: none, or MIG
+  // is off, or not known (hwloc dumps do not say).
+  int mig_instances = 0;
   // What found the GPU and its partitions, tiles or UUID: the PCI device, a runtime's OS device
   // in hwloc, a driver's sysfs or procfs file.
   std::string found_by;
@@ -98,6 +101,10 @@ struct Topology {
   CpuSet l3_pus(int l3) const;
   CpuSet numa_pus(int numa) const;
 };
+
+// A PCI bus id as "dddd:bb:dd.f" in lower case: hwloc writes a 4-digit domain, NVIDIA's tools
+// 8 digits ("00000000:C1:00.0"), and some tools none ("c1:00.0").
+std::string canonical_bus_id(const std::string& text);
 
 // Renumbers GPUs per a policy's gpu_order: each entry is a PCI bus id or an index in the current
 // order; entry i becomes GPU i. Must name every GPU exactly once.

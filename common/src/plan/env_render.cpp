@@ -75,38 +75,73 @@ std::string join_nics(const Topology& topo, std::span<const int> nics, Field fie
   return text;
 }
 
-// GPU devices a task's runtime sees: a whole tiled card under FLAT counts each tile.
+// The devices a GPU token is to its runtime: a whole tiled card under FLAT is each of its tiles.
+int device_count(const TaskGpu& gpu) {
+  return 1 + static_cast<int>(std::count(gpu.token.begin(), gpu.token.end(), ','));
+}
+
+// GPU devices a task's runtimes see.
 int visible_devices(const TaskPlan& task) {
   int devices = 0;
   for (const TaskGpu& gpu : task.gpus)
-    devices += 1 + static_cast<int>(std::count(gpu.token.begin(), gpu.token.end(), ','));
+    devices += device_count(gpu);
   return devices;
 }
 
-// oneCCL's workers, one per oneCCL process on the node in local-rank order: a task runs one
-// process per GPU device it sees (one, or a worker each), each worker pinned to the last CPU of
-// that process's share of the task's own set, so a worker never lands on another task's cores.
-std::string ccl_worker_cpus(const std::vector<TaskPlan>& tasks) {
-  std::string text;
+// The placeholders that name a task's GPUs.
+constexpr std::array kGpuPlaceholders = {Placeholder::kGpus, Placeholder::kGpuPci,
+                                         Placeholder::kNgpus, Placeholder::kGpuOrdinals};
+
+// oneCCL's CCL_WORKER_AFFINITY: a CPU for each worker of each oneCCL process on the node, entry
+// local rank x CCL_WORKER_COUNT + worker, and exactly that many (oneCCL refuses the list
+// otherwise). Its processes on the node are the step's tasks, as MPI and PMIx count them, or
+// CCL_LOCAL_SIZE under launcher "none". A task's workers take the last CPUs of its own set.
+// Where the count cannot be known, `why_not` says so and nothing is set.
+struct CclAffinity {
+  std::string list;
+  std::string why_not;
+};
+
+CclAffinity ccl_worker_cpus(const std::vector<TaskPlan>& tasks, const PlanRequest::Ccl& ccl) {
+  const int ntasks = static_cast<int>(tasks.size());
+  const std::string& launcher = ccl.launcher;
+  if (launcher == "torchrun")
+    return {"",
+            "CCL_PROCESS_LAUNCHER=torchrun: oneCCL counts torchrun's workers "
+            "(LOCAL_WORLD_SIZE), which are not known before torchrun starts them"};
+  if (launcher == "none" && ccl.local_size != ntasks)
+    return {"", "CCL_PROCESS_LAUNCHER=none: CCL_LOCAL_SIZE=" + std::to_string(ccl.local_size) +
+                    " is not the step's " + std::to_string(ntasks) + " tasks on this node"};
+  if (!launcher.empty() && launcher != "none" && launcher != "hydra" && launcher != "pmix")
+    return {"", "CCL_PROCESS_LAUNCHER=" + launcher + " is not a launcher gpubind knows"};
+  constexpr long kMaxEntries = 1 << 16;
+  const int workers = ccl.worker_count;
+  if (workers < 1 || static_cast<long>(workers) * ntasks > kMaxEntries)
+    return {"", "CCL_WORKER_COUNT=" + std::to_string(workers) + " x " + std::to_string(ntasks) +
+                    " tasks is not a list gpubind writes"};
+  CclAffinity out;
   for (const TaskPlan& task : tasks) {
     const std::vector<int> cpus = task.cpus.to_vector();
-    if (cpus.empty()) return "";
-    const int processes = std::max(1, visible_devices(task));
+    if (cpus.empty()) return {"", "a task has no CPU"};
     const int n = static_cast<int>(cpus.size());
-    for (int p = 0; p < processes; ++p) {
-      const int last = std::max(0, (p + 1) * n / processes - 1);
-      text += (text.empty() ? "" : ",") + std::to_string(cpus[last]);
+    for (int w = 0; w < workers; ++w) {
+      // The last `workers` CPUs, in order; a task with fewer CPUs than workers repeats them.
+      const int at = n >= workers ? n - workers + w : w % n;
+      out.list += (out.list.empty() ? "" : ",") + std::to_string(cpus[at]);
     }
   }
-  return text;
+  return out;
 }
 
 // Placeholder values that are the same in every task of the step, each computed the first time
 // a template asks for it (most policies use none of them).
 class NodeValues {
  public:
-  NodeValues(const Topology& topo, const std::vector<TaskPlan>& tasks)
-      : topo_(topo), tasks_(tasks) {}
+  NodeValues(const Topology& topo, const std::vector<TaskPlan>& tasks, const PlanRequest::Ccl& ccl)
+      : topo_(topo), tasks_(tasks), ccl_(ccl) {}
+
+  // Why a placeholder asked for is empty where the step cannot have it, "" otherwise.
+  const std::string& why_not() const { return why_not_; }
 
   const std::string& get(Placeholder p) {
     const size_t slot = std::find(kNodeWide.begin(), kNodeWide.end(), p) - kNodeWide.begin();
@@ -117,7 +152,7 @@ class NodeValues {
   }
 
  private:
-  std::string compute(Placeholder p) const {
+  std::string compute(Placeholder p) {
     switch (p) {
       case Placeholder::kNicMapping:
         return nic_mapping(topo_, tasks_);
@@ -127,8 +162,12 @@ class NodeValues {
         return join_nics(topo_, nics_in_order(), [](const Nic& n) { return n.netdev; });
       case Placeholder::kNodeNicsRdma:
         return join_nics(topo_, nics_in_order(), [](const Nic& n) { return n.rdma; });
-      case Placeholder::kCclWorkerAffinity:
-        return ccl_worker_cpus(tasks_);
+      case Placeholder::kCclWorkerAffinity: {
+        CclAffinity affinity = ccl_worker_cpus(tasks_, ccl_);
+        if (!affinity.why_not.empty())
+          why_not_ = "CCL_WORKER_AFFINITY is not set: " + affinity.why_not;
+        return std::move(affinity.list);
+      }
       default:
         return {};
     }
@@ -144,6 +183,8 @@ class NodeValues {
 
   const Topology& topo_;
   const std::vector<TaskPlan>& tasks_;
+  const PlanRequest::Ccl& ccl_;
+  std::string why_not_;
   static constexpr std::array kNodeWide = {Placeholder::kNicMapping, Placeholder::kNodeNics,
                                            Placeholder::kNodeNicsNetdev, Placeholder::kNodeNicsRdma,
                                            Placeholder::kCclWorkerAffinity};
@@ -172,7 +213,17 @@ class TaskPlaceholders final : public PlaceholderSource {
   // Values for `task` from now on (one object serves every task of the plan).
   void start(const TaskPlan& task) {
     task_ = &task;
+    vendor_ = std::nullopt;
     done_.fill(false);
+  }
+
+  // GPU placeholders from now on name only the task's GPUs of `vendor` (each vendor's
+  // variables hold its own GPUs); nullopt: all of them.
+  void select_vendor(std::optional<Vendor> vendor) {
+    if (vendor == vendor_) return;
+    vendor_ = vendor;
+    for (Placeholder p : kGpuPlaceholders)
+      done_[static_cast<size_t>(p)] = false;
   }
 
   const std::string& get(Placeholder p) override {
@@ -187,12 +238,27 @@ class TaskPlaceholders final : public PlaceholderSource {
   }
 
  private:
+  bool selected(const TaskGpu& gpu) const { return !vendor_ || gpu.vendor == *vendor_; }
+
   void append_gpus(bool pci, std::string& text) const {
     for (const TaskGpu& gpu : task_->gpus) {
+      if (!selected(gpu)) continue;
       const std::string& item = pci ? gpu.pci : gpu.token;
-      if (item.empty()) continue;  // a MIG instance has no bus id here
+      if (item.empty()) continue;  // an unplaced MIG instance has no bus id here
       if (!text.empty()) text.push_back(',');
       text += item;
+    }
+  }
+
+  // The selected GPUs' devices once a visibility variable narrowed the task to them: 0..k-1.
+  void append_ordinals(std::string& text) const {
+    int devices = 0;
+    for (const TaskGpu& gpu : task_->gpus) {
+      if (selected(gpu)) devices += device_count(gpu);
+    }
+    for (int d = 0; d < devices; ++d) {
+      if (d) text.push_back(',');
+      text.append(Digits(d).view());
     }
   }
 
@@ -204,6 +270,8 @@ class TaskPlaceholders final : public PlaceholderSource {
         return append_gpus(false, out);
       case Placeholder::kGpuPci:
         return append_gpus(true, out);
+      case Placeholder::kGpuOrdinals:
+        return append_ordinals(out);
       case Placeholder::kNics:
         return nics([](const Nic& n) { return n.name; });
       case Placeholder::kNicsNetdev:
@@ -227,8 +295,11 @@ class TaskPlaceholders final : public PlaceholderSource {
   void append_value(Placeholder p, std::string& out) const {
     const Nic* nic = task_->nic_index >= 0 ? &topo_.nics[task_->nic_index] : nullptr;
     switch (p) {
-      case Placeholder::kNgpus:
-        return append_number(out, static_cast<long>(task_->gpus.size()), !task_->gpus.empty());
+      case Placeholder::kNgpus: {
+        const long n = std::count_if(task_->gpus.begin(), task_->gpus.end(),
+                                     [&](const TaskGpu& gpu) { return selected(gpu); });
+        return append_number(out, n, n > 0);
+      }
       case Placeholder::kNic:
         if (nic) out += nic->name;
         return;
@@ -281,6 +352,7 @@ class TaskPlaceholders final : public PlaceholderSource {
 
   const Topology& topo_;
   const TaskPlan* task_ = nullptr;
+  std::optional<Vendor> vendor_;
   int ntasks_;
   NodeValues& node_;
   PlaceholderValues values_;
@@ -295,9 +367,11 @@ class CompiledGroup {
       : templates_(group), compiled_(group.size()) {}
 
   // `selector` is a vendor or NIC kind name (vendor_name, nic_kind_name: one string each, so
-  // tasks of the same kind are told by its address), or "" for templates that apply to every task.
-  void append(const char* selector, TaskPlaceholders& values, EnvList& env) {
-    if (selector != selected_) select(selector);
+  // tasks of the same kind are told by its address), or "" for templates that apply to every
+  // task. Without `naming_gpus`, templates that name GPUs are left out (no-gpu-env).
+  void append(const char* selector, TaskPlaceholders& values, EnvList& env,
+              bool naming_gpus = true) {
+    if (selector != selected_ || naming_gpus != naming_gpus_) select(selector, naming_gpus);
     for (int i : chosen_) {
       const EnvTemplate& tmpl = templates_[i];
       env.add_written(tmpl.name, tmpl.only_if_unset, [&](EnvList::ValueWriter& out) {
@@ -306,15 +380,37 @@ class CompiledGroup {
     }
   }
 
+  // The variables of `selector`'s templates that name GPUs, set empty: a task given none of a
+  // vendor's GPUs must not see that vendor's GPUs through a list meant for another.
+  void append_emptied(const char* selector, EnvList& env) {
+    for (size_t i = 0; i < templates_.size(); ++i) {
+      const EnvTemplate& tmpl = templates_[i];
+      if (tmpl.when != std::string_view(selector) || !compile(i).uses(Placeholder::kGpus)) continue;
+      if (!env.value_of(tmpl.name)) env.add(tmpl.name, "");
+    }
+  }
+
  private:
+  const CompiledTemplate& compile(size_t i) {
+    if (!compiled_[i]) compiled_[i].emplace(templates_[i].value);
+    return *compiled_[i];
+  }
+
+  static bool names_gpus(const CompiledTemplate& tmpl) {
+    return std::any_of(kGpuPlaceholders.begin(), kGpuPlaceholders.end(),
+                       [&](Placeholder p) { return tmpl.uses(p); });
+  }
+
   // The templates for `selector`, compiled. Tasks of a step mostly share one selector.
-  void select(const char* selector) {
+  void select(const char* selector, bool naming_gpus) {
     selected_ = selector;
+    naming_gpus_ = naming_gpus;
     chosen_.clear();
     for (size_t i = 0; i < templates_.size(); ++i) {
       const EnvTemplate& tmpl = templates_[i];
       if (!tmpl.when.empty() && tmpl.when != std::string_view(selector)) continue;
-      if (!compiled_[i]) compiled_[i].emplace(tmpl.value);
+      if (!naming_gpus && names_gpus(compile(i))) continue;
+      compile(i);
       chosen_.push_back(static_cast<int>(i));
     }
   }
@@ -322,27 +418,72 @@ class CompiledGroup {
   const std::vector<EnvTemplate>& templates_;
   Scratch<std::optional<CompiledTemplate>> compiled_;
   const char* selected_ = nullptr;
+  bool naming_gpus_ = true;
   Scratch<int> chosen_;
 };
+
+// The vendors of a task's GPUs, in the order they first appear.
+SmallVector<Vendor, kVendorCount> vendors_of(const TaskPlan& task) {
+  SmallVector<Vendor, kVendorCount> vendors;
+  for (const TaskGpu& gpu : task.gpus)
+    if (std::find(vendors.begin(), vendors.end(), gpu.vendor) == vendors.end())
+      vendors.push_back(gpu.vendor);
+  return vendors;
+}
+
+// The vendors of a node's GPUs (runtimes that may see GPUs the task was not given).
+SmallVector<Vendor, kVendorCount> vendors_of(const Topology& topology) {
+  SmallVector<Vendor, kVendorCount> vendors;
+  for (const Gpu& gpu : topology.gpus)
+    if (gpu.vendor != Vendor::kUnknown &&
+        std::find(vendors.begin(), vendors.end(), gpu.vendor) == vendors.end())
+      vendors.push_back(gpu.vendor);
+  return vendors;
+}
+
+// Each vendor's GPU variables for its own GPUs of the task; on a node with GPUs of several
+// vendors, the visibility variables of the others emptied, and HIP kept off NVIDIA's list.
+void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
+                    const SmallVector<Vendor, kVendorCount>& node_vendors, CompiledGroup& gpu_env,
+                    TaskPlaceholders& values, EnvList& env) {
+  const SmallVector<Vendor, kVendorCount> mine = vendors_of(task);
+  for (Vendor vendor : mine) {
+    values.select_vendor(vendor);
+    gpu_env.append(vendor_name(vendor), values, env, request.gpu_env);
+  }
+  if (request.gpu_env && node_vendors.size() > 1) {
+    auto has = [&](Vendor v) { return std::find(mine.begin(), mine.end(), v) != mine.end(); };
+    for (Vendor vendor : node_vendors)
+      if (!has(vendor)) gpu_env.append_emptied(vendor_name(vendor), env);
+    // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; here that list is
+    // NVIDIA's, so HIP gets the task's AMD devices as ROCR_VISIBLE_DEVICES numbers them.
+    const bool nvidia =
+        std::find(node_vendors.begin(), node_vendors.end(), Vendor::kNvidia) != node_vendors.end();
+    if (nvidia && has(Vendor::kAmd) && !env.value_of("HIP_VISIBLE_DEVICES")) {
+      values.select_vendor(Vendor::kAmd);
+      env.add("HIP_VISIBLE_DEVICES", values.get(Placeholder::kGpuOrdinals));
+    }
+  }
+  values.select_vendor(std::nullopt);
+}
 
 }  // namespace
 
 void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
-                std::vector<TaskPlan>& tasks) {
-  NodeValues node(topology, tasks);
+                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings) {
+  NodeValues node(topology, tasks, request.ccl);
   const bool omp_places = request.omp_places.value_or(policy.omp_places);
   CompiledGroup gpu_env(policy.gpu_env), nic_env(policy.nic_env), omp_env(policy.omp_env);
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
+  const SmallVector<Vendor, kVendorCount> node_vendors = vendors_of(topology);
   for (TaskPlan& task : tasks) {
     v.start(task);
     EnvList& env = task.env;
-    const bool gpus = request.gpu_env && !task.gpus.empty();
     const bool nics = request.nic_env && task.nic_index >= 0;
-    const char* vendor = gpus ? vendor_name(task.gpus[0].vendor) : "";
     const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic_index].kind) : "";
     env.reserve(bytes ? bytes + bytes / 4 : 512);
-    if (gpus) gpu_env.append(vendor, v, env);
+    if (!task.gpus.empty()) append_gpu_env(task, request, node_vendors, gpu_env, v, env);
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
@@ -363,6 +504,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     if (task.numa_index >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_index).view());
     bytes = env.bytes();
   }
+  if (!node.why_not().empty()) warnings.push_back(node.why_not());
 }
 
 }  // namespace gpubind

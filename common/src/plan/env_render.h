@@ -11,7 +11,9 @@ namespace gpubind {
 // Fills each task's `env` from `policy`'s templates (GPU group by the task's first GPU's vendor,
 // NIC group by its first NIC's kind, then the OpenMP group) and gpubind's own variables.
 // `tasks` is the whole step on the node, in rank order; the request says which groups apply.
+// A variable the step cannot have (its value would be wrong) is left out, and `warnings` says
+// why.
 void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
-                std::vector<TaskPlan>& tasks);
+                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings);
 
 }  // namespace gpubind

@@ -1,82 +1,12 @@
-// Phase 2, GPU choice: the step's GPUs (by index, bus id or as unplaced tokens), their domains,
-// and which GPUs each task gets: consecutive ranks share a GPU or a chunk of GPUs that sit
+// Phase 2, GPU choice: the step's GPUs' domains (gpu_names.cpp says which GPUs they are), and
+// which GPUs each task gets: consecutive ranks share a GPU or a chunk of GPUs that sit
 // together (order=gpu), or each task takes the GPUs nearest its cores (order=cpu).
 #include <algorithm>
 #include <array>
-#include <cctype>
-#include <charconv>
 
 #include "plan/plan_state.h"
 
 namespace gpubind::planning {
-namespace {
-
-// A PCI bus id as "dddd:bb:dd.f" in lower case: hwloc writes a 4-digit domain, NVIDIA's tools
-// 8 digits ("00000000:C1:00.0"), and some tools none ("c1:00.0").
-std::string canonical_bus_id(const std::string& text) {
-  std::string lower;
-  for (char c : text)
-    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  const size_t first = lower.find(':');
-  if (first == std::string::npos || lower.find(':', first + 1) == std::string::npos)
-    return "0000:" + lower;
-  const std::string domain = lower.substr(0, first);
-  const size_t digits = domain.find_first_not_of('0');
-  const std::string value = digits == std::string::npos ? "0" : domain.substr(digits);
-  return std::string(value.size() < 4 ? 4 - value.size() : 0, '0') + value + lower.substr(first);
-}
-
-// The GPU whose PCI bus id is `bus_id`, -1 if none.
-int gpu_with_bus_id(const Topology& topology, const std::string& bus_id) {
-  const std::string wanted = canonical_bus_id(bus_id);
-  for (const Gpu& gpu : topology.gpus)
-    if (!gpu.pci_bus_id.empty() && canonical_bus_id(gpu.pci_bus_id) == wanted) return gpu.index;
-  return -1;
-}
-
-}  // namespace
-
-Status Planner::resolve_step_gpus() {
-  if (!request_.unplaced_gpus.empty()) {
-    if (request_.gpus && !request_.gpus->empty())
-      return make_error("a step's GPUs are either node GPUs or unplaced tokens, not both");
-    for (const std::string& token : request_.unplaced_gpus) {
-      if (token.empty()) return make_error("an unplaced GPU has an empty token");
-    }
-    return Ok{};
-  }
-  if (!request_.gpus) {
-    // Each vendor's runtime counts its own GPUs only: an AMD GPU after an NVIDIA one is ROCm's 0.
-    step_gpus_.reserve(topo_.gpus.size());
-    std::array<int, kVendorCount> before{};  // GPUs of each vendor so far
-    for (const Gpu& gpu : topo_.gpus)
-      step_gpus_.push_back({gpu.index, std::to_string(before[static_cast<size_t>(gpu.vendor)]++)});
-    return Ok{};
-  }
-  step_gpus_.assign(request_.gpus->begin(), request_.gpus->end());
-  for (StepGpu& gpu : step_gpus_) {
-    if (gpu.pci.empty()) continue;
-    const int found = gpu_with_bus_id(topo_, gpu.pci);
-    if (found < 0) return node_mismatch("no GPU of this node has PCI bus id '" + gpu.pci + "'");
-    gpu.node_index = found;
-  }
-  Scratch<bool> seen(topo_.gpus.size(), false);
-  for (const StepGpu& gpu : step_gpus_) {
-    if (gpu.node_index < 0)
-      return make_error("GPU index " + std::to_string(gpu.node_index) + " is negative");
-    if (gpu.node_index >= static_cast<int>(topo_.gpus.size())) {
-      return node_mismatch("GPU " + std::to_string(gpu.node_index) +
-                           " does not exist (the node has " + std::to_string(topo_.gpus.size()) +
-                           " GPUs)");
-    }
-    if (seen[gpu.node_index])
-      return make_error("GPU " + std::to_string(gpu.node_index) + " is listed twice");
-    if (gpu.token.empty())
-      return make_error("GPU " + std::to_string(gpu.node_index) + " has an empty token");
-    seen[gpu.node_index] = true;
-  }
-  return Ok{};
-}
 
 void Planner::find_gpu_domains() {
   const int count = static_cast<int>(step_gpus_.size());
@@ -256,64 +186,6 @@ void Planner::assign_gpus_by_cores() {
   }
 }
 
-// Tokens without a node GPU (MIG instances: which GPU holds each is not known here) go to tasks
-// like GPUs do, in blocks or shared, after the cores were planned without them.
-void Planner::hand_out_unplaced_gpus() {
-  const std::vector<std::string>& tokens = request_.unplaced_gpus;
-  const int n = static_cast<int>(tokens.size());
-  if (n == 0) return;
-  const int per_task = request_.gpus_per_task;
-  for (int task = 0; task < ntasks_; ++task) {
-    int begin = 0, end = 0;
-    if (per_task > 0) {
-      begin = (task * per_task) % n;
-      end = begin + std::min(per_task, n);
-    } else if (n >= ntasks_) {
-      begin = task * n / ntasks_;
-      end = (task + 1) * n / ntasks_;
-    } else {
-      begin = task * n / ntasks_;
-      end = begin + 1;
-    }
-    for (int i = begin; i < end; ++i) {
-      const int at = i % n;
-      plan_.tasks[task].gpus.push_back({at, -1, -1, tokens[at], "", Vendor::kNvidia});
-    }
-  }
-  if (per_task > 0 && per_task * ntasks_ > n) {
-    warn(counted(ntasks_, "task") + " x " + std::to_string(per_task) +
-         " GPUs per task need more than the step's " + counted(n, "MIG instance") +
-         ": tasks share them");
-  }
-  warn("the step's GPUs are MIG instances (" + tokens.front() +
-       "...): the GPU that holds each is not known here, so tasks' cores are not placed near "
-       "them");
-}
-
-// What the task's runtime calls the GPU (or one tile of it). Tiled cards (Intel PVC) are "g" and
-// "g.t" under Level Zero's COMPOSITE hierarchy; under FLAT every tile is a device of its own,
-// numbered card by card (ZE_ENABLE_PCI_ID_DEVICE_ORDER=1 makes that the PCI order).
-std::string Planner::device_token(const Gpu& gpu, const std::string& step_token, int tile) {
-  const int tiles = gpu.tiles;
-  if (tiles < 2 || request_.ze_hierarchy == ZeHierarchy::kComposite) {
-    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
-  }
-  int card = 0;
-  auto [end, ec] = std::from_chars(step_token.data(), step_token.data() + step_token.size(), card);
-  if (ec != std::errc() || end != step_token.data() + step_token.size() || card < 0 ||
-      card > kMaxTasks) {
-    warn("GPU token '" + step_token +
-         "' is not a card number: its tiles cannot be named under ZE_FLAT_DEVICE_HIERARCHY=FLAT; "
-         "the card.tile form is used");
-    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
-  }
-  if (tile >= 0) return std::to_string(card * tiles + tile);
-  std::string all;
-  for (int t = 0; t < tiles; ++t)
-    all += (t ? "," : "") + std::to_string(card * tiles + t);
-  return all;
-}
-
 // Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
 // CPUs may lie elsewhere), naming the first few.
 void Planner::warn_tasks_far_from_gpus() {
@@ -337,6 +209,30 @@ void Planner::warn_tasks_far_from_gpus() {
   warn(std::to_string(far.size()) + " of " + counted(ntasks_, "task") +
        (far.size() == 1 ? " has" : " have") + " no CPU in their GPU's domain (" + which +
        "): the step's CPUs there are too few or none");
+}
+
+// Once per step: tasks that share a whole GPU (not tiles of it). NCCL before 2.30 and RCCL stop
+// with "Duplicate GPU detected" when two ranks of one communicator hold the same GPU; NCCL 2.30
+// and later allow it only with NCCL_MULTI_RANK_GPU_ENABLE=1. Which communicators a step builds
+// is the job's, so this is said, not changed.
+void Planner::warn_shared_gpus() {
+  Scratch<int> holders(step_gpus_.size(), 0);
+  int first_shared = -1;
+  for (int task = 0; task < ntasks_; ++task) {
+    if (task_tiles_[task] >= 0) continue;
+    for (int g : task_gpus_[task])
+      if (++holders[g] == 2 && first_shared < 0) first_shared = g;
+  }
+  if (first_shared < 0) return;
+  const int shared =
+      static_cast<int>(std::count_if(holders.begin(), holders.end(), [](int n) { return n > 1; }));
+  const Gpu& gpu = topo_.gpus[step_gpus_[first_shared].node_index];
+  warn(counted(holders[first_shared], "task") + " share GPU " + gpu.pci_bus_id +
+       (shared > 1 ? " (and " + counted(shared - 1, "more GPU") + (shared > 2 ? " are" : " is") +
+                         " shared)"
+                   : "") +
+       ": NCCL before 2.30 and RCCL refuse two ranks of one communicator on one GPU (\"Duplicate "
+       "GPU detected\"); NCCL 2.30 and later need NCCL_MULTI_RANK_GPU_ENABLE=1");
 }
 
 }  // namespace gpubind::planning

@@ -2,7 +2,8 @@
 // state each phase reads and fills in turn. Private to the planner's sources.
 //   planner.cpp          the request check, the phases in order, the task plans
 //   usable_cores.cpp     1. the step's CPUs minus reserved ones, trimmed to `smt` per core
-//   gpu_choice.cpp       2. the step's GPUs and their domains, GPUs per task
+//   gpu_names.cpp        2. the step's GPUs: which node GPU each token names, what runtimes call it
+//   gpu_choice.cpp          their domains, GPUs per task
 //   core_assignment.cpp  3. cores per task: split along domains, spill, share
 //   nic_choice.cpp       4. NICs per task
 //   env_render.cpp       then each task's environment (outside the Planner: env_render.h)
@@ -140,16 +141,23 @@ class Planner {
   void split_cores_into_threads();
   int cores_wanted_per_task();
 
-  // gpu_choice.cpp
+  // gpu_names.cpp
   Status resolve_step_gpus();
+  Status check_step_gpus() const;
+  Status place_tokens();
+  int mig_parent(const std::string& token, int slurm_index) const;
+  void number_for_runtimes(bool whole_node);
+  void hand_out_unplaced_gpus();
+  std::string device_token(int step_gpu, int tile);
+
+  // gpu_choice.cpp
   void find_gpu_domains();
   int gpu_distance(int step_a, int step_b) const;
   Scratch<Scratch<int>> gpu_chunks(const Scratch<int>& sizes) const;
   void give_chunks_to_tasks(Scratch<Scratch<int>> chunks, const Scratch<int>& tasks_per_chunk);
   void assign_gpus_by_rank();
   void assign_gpus_by_cores();
-  void hand_out_unplaced_gpus();
-  std::string device_token(const Gpu& gpu, const std::string& step_token, int tile);
+  void warn_shared_gpus();
   void warn_tasks_far_from_gpus();
 
   // core_assignment.cpp
@@ -200,6 +208,9 @@ class Planner {
   Scratch<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
   Scratch<int> usable_pus_;
   Scratch<StepGpu> step_gpus_;
+  bool unplaced_ = false;  // the step's GPUs stay tokens (request_.unplaced_gpus), not placed
+  // Per step GPU, the FLAT device number of its first tile (Level Zero), -1 when not known.
+  Scratch<int> flat_first_device_;
   // Per step GPU, its domain: the first step GPU with the same locality CPUs.
   Scratch<int> gpu_domain_;
   Scratch<Scratch<int>> task_gpus_;  // step GPU indices per task

@@ -18,17 +18,20 @@ std::vector<std::string> split_list(const std::string& text);
 
 struct StepGpus {
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
-  // NVIDIA MIG instances ("MIG-<uuid>"): Slurm's indices then count MIG instances, not GPUs, so
-  // the tokens are kept as they are, with no node GPU.
+  // Tokens that name GPUs themselves, for the planner to place: NVIDIA MIG instances
+  // ("MIG-<uuid>", whose Slurm indices count instances, not GPUs), and GPU UUIDs that come
+  // without Slurm's indices.
   std::vector<std::string> unplaced;
-  std::string warning;  // set when the env could not be read fully
+  std::vector<int> unplaced_slurm_indices;  // Slurm's index for each, where it gave them
+  std::string warning;                      // set when the env could not be read fully
 };
 
 // The step's GPUs: node indices from SLURM_STEP_GPUS (never the job's SLURM_JOB_GPUS), tokens
 // from the visibility variable Slurm set (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
 // ZE_AFFINITY_MASK or GPU_DEVICE_ORDINAL), position by position. No GPU information means a step
 // without GPUs.
-// MIG tokens are never read as GPU numbers: they come back in `unplaced`.
+// MIG tokens are never read as GPU numbers: they come back in `unplaced`, as do GPU UUIDs
+// without SLURM_STEP_GPUS.
 StepGpus step_gpus_from_env(const EnvLookup& env);
 
 // Whether Slurm says nothing at all about GPUs for this step: no GPU list of the step or the job,
@@ -49,13 +52,14 @@ int count_from_env(const EnvLookup& env, const std::string& name);
 // says COMPOSITE, else "" (FLAT, Level Zero's default; COMBINED names devices as FLAT does).
 std::string ze_hierarchy_from_env(const EnvLookup& env);
 
-// The GPU visibility variables Slurm may set for a step, other than the primary one of the
-// task's vendor, and what each must become so that all of them select the task's own GPUs.
-// `task_env` is the task's environment once the plan's variables are set. The runtime of the
-// vendor applies some after the primary (HIP reads CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
-// GPU_DEVICE_ORDINAL after ROCR_VISIBLE_DEVICES): those get the task's GPUs' places in the
-// primary's list ("0,1" when the plan narrowed it to the task's GPUs); the others are read on
-// their own and get the task's tokens.
+// The GPU visibility variables Slurm may set for a step (never HIP_VISIBLE_DEVICES: one in the
+// task is the user's), other than the primary one of the task's vendor and those the plan sets,
+// and what each must become so that all of them select the task's own GPUs. `task_env` is the
+// task's environment once the plan's variables are set. The runtime of the vendor applies some
+// after the primary (HIP reads CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL after
+// ROCR_VISIBLE_DEVICES): those get the task's GPUs' places in the primary's list ("0,1" when the
+// plan narrowed it to the task's GPUs); the others are read on their own and get the task's
+// tokens.
 struct VisibilityUpdate {
   std::string name;
   std::string value;

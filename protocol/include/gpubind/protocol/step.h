@@ -19,12 +19,17 @@ struct StepRequest {
   std::vector<std::pair<int, std::string>> gpus;  // node GPU index, the step's token
   // GPUs known by PCI bus id instead (bus id, token); a request lists GPUs one way only.
   std::vector<std::pair<std::string, std::string>> gpus_by_pci;
-  std::vector<std::string> unplaced_gpus;  // tokens with no node GPU (MIG instances)
+  std::vector<std::string> unplaced_gpus;   // tokens without node indices (UUIDs, MIG instances)
+  std::vector<int> unplaced_slurm_indices;  // Slurm's index for each, where it gave them
   int cpus_per_task = 0, gpus_per_task = 0, tasks_per_gpu = 0;
   std::string order;  // "", "gpu" or "cpu"
   int smt = -1;       // -1 = the policy's
   bool no_gpu_env = false, no_nic_env = false, omp = false;
   std::string ze_hierarchy;  // "" or "flat" (Level Zero's default), "composite"
+  // oneCCL in the tasks: CCL_WORKER_COUNT (0 = unset), CCL_PROCESS_LAUNCHER, CCL_LOCAL_SIZE.
+  int ccl_worker_count = 0;
+  std::string ccl_process_launcher;
+  int ccl_local_size = 0;
 };
 
 struct TaskEnv {
