@@ -265,6 +265,7 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
     out->set_name(nic.name);
     out->set_netdev(nic.netdev);
     out->set_rdma(nic.rdma);
+    out->set_rdma_port(static_cast<uint32_t>(nic.rdma_port));
     out->set_pci(nic.pci_bus_id);
     out->set_kind(nic_kind_name(nic.kind));
     locality_to_proto(nic.locality, *out->mutable_locality());
@@ -311,6 +312,8 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
     nic.name = in.name();
     nic.netdev = in.netdev();
     nic.rdma = in.rdma();
+    // A daemon from before the field sends 0: port 1, which it used.
+    nic.rdma_port = in.rdma_port() > 0 ? static_cast<int>(in.rdma_port()) : 1;
     nic.pci_bus_id = in.pci();
     nic.kind = nic_kind_from(in.kind());
     nic.locality = locality_from_proto(in.locality());

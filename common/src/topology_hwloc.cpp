@@ -21,6 +21,7 @@
 #include "gpubind/discovery/fs_root.h"
 #include "gpubind/discovery/gpu_drivers.h"
 #include "gpubind/hwloc_objects.h"
+#include "gpubind/parse.h"
 #include "gpubind/policy.h"
 
 namespace gpubind {
@@ -64,6 +65,31 @@ bool opencl_name(std::string_view name) {
 bool opencl_gpu(hwloc_obj_t os) {
   const char* type = hwloc_obj_get_info_by_name(os, "OpenCLDeviceType");
   return !type || std::strcmp(type, "GPU") == 0;
+}
+
+// The port UCX_NET_DEVICES names for an RDMA device. UCX offers a device's ports 1..N as
+// "<device>:<port>", and only those ACTIVE (uct/ib/base/ib_device.c); a dual-port HCA may have
+// only port 2 cabled. hwloc gives each port's state as info "Port<i>State", libibverbs'
+// ibv_port_state number (4: ACTIVE). No active port: the lowest listed, so the value stays that
+// of the device; no port states (a dump without them): 1.
+int ucx_port(hwloc_obj_t rdma) {
+  constexpr long long kActive = 4;
+  constexpr std::string_view kPrefix = "Port", kSuffix = "State";
+  std::optional<long long> lowest, lowest_active;
+  for (unsigned i = 0; i < rdma->infos_count; ++i) {
+    const std::string_view name = rdma->infos[i].name ? rdma->infos[i].name : "";
+    if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) continue;
+    const auto port = parse_whole_number(
+        name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()), 1, 255);
+    if (!port) continue;  // not "Port<number>State"
+    if (!lowest || *port < *lowest) lowest = port;
+    const char* state = rdma->infos[i].value;
+    if (state && parse_whole_number(state, 0, 255) == kActive &&
+        (!lowest_active || *port < *lowest_active)) {
+      lowest_active = port;
+    }
+  }
+  return static_cast<int>(lowest_active.value_or(lowest.value_or(1)));
 }
 
 // Where a live topology's driver files are read; absent for an XML dump (another node's).
@@ -566,7 +592,10 @@ class Loader {
         const std::string name = os->name ? os->name : "";
         const bool is_net = enum_value(os->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK;
         if (is_net && nic.netdev.empty()) nic.netdev = name;
-        if (!is_net && nic.rdma.empty()) nic.rdma = name;
+        if (!is_net && nic.rdma.empty()) {
+          nic.rdma = name;
+          nic.rdma_port = ucx_port(os);
+        }
         const int rank = pattern_rank(name);
         if (rank >= 0 && (best_rank < 0 || rank < best_rank)) {
           best_rank = rank;

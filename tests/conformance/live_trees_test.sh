@@ -10,8 +10,10 @@
 #      - `gpubindctl plan --topology live` under HWLOC_FSROOT=tree equals `gpubindctl plan
 #        --topology DUMP`, for 1, G/2, G and 2G tasks (G: the dump's GPUs).
 #  (b) each spec in tests/fsroot/specs becomes a tree (i915 and xe layouts where it has Intel
-#      GPUs), planned live for 1, G/2, G, 2G tasks; with GPUBIND_QUALITY, gpubind-quality --live
-#      runs its independent checks (the planner invariants) on it.
+#      GPUs), planned live for 1, G/2, G, 2G tasks; every task of those plans has the spec's
+#      "expected_env" values (UCX_NET_DEVICES naming a dual-port HCA's active port, say); with
+#      GPUBIND_QUALITY, gpubind-quality --live runs its independent checks (the planner
+#      invariants) on it.
 #
 # Compared: every field of the plan's JSON (each task's cpus, mask, GPUs, NIC, NUMA/L3, env,
 # warnings) except those that say where the topology came from rather than what was planned:
@@ -139,6 +141,19 @@ only_known_violations() {  # LABEL QUALITY_OUTPUT
   echo "known planner case: $1: $(grep -c VIOLATION "$2") gpubind-quality violation(s) listed in GPUBIND_LIVE_TREES_KNOWN_VIOLATIONS"
 }
 
+# The first task of a plan (JSON) whose environment lacks one of the expected values, and why.
+env_differs() {  # PLAN_JSON EXPECTED_ENV_JSON
+  python3 -c '
+import json, sys
+plan, expected = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+for task in plan["tasks"]:
+    for name, value in expected.items():
+        if task["env"].get(name) != value:
+            print("task %d: %s=%s, expected %s" % (task["rank"], name, task["env"].get(name), value))
+            sys.exit(0)
+sys.exit(1)' "$@"
+}
+
 echo "== (b) trees from node specs: planned live, planner invariants"
 for spec in "$specs"/*.json; do
   name=$(basename "$spec" .json)
@@ -159,10 +174,16 @@ for spec in "$specs"/*.json; do
 import json, sys
 spec = json.load(open(sys.argv[1]))
 print(spec.get("expected_gpus", ""))' "$spec")
+    expected_env=$(python3 -c '
+import json, sys
+print(json.dumps(json.load(open(sys.argv[1])).get("expected_env", {})))' "$spec")
     bad=""
     for n in $(task_counts "$g"); do
-      HWLOC_FSROOT=$tree "$gpubindctl" plan --topology live --ntasks "$n" --json >/dev/null 2>"$out.err" ||
+      if ! HWLOC_FSROOT=$tree "$gpubindctl" plan --topology live --ntasks "$n" --json >"$out.json" 2>"$out.err"; then
         bad+=" $n"
+      elif why=$(env_differs "$out.json" "$expected_env"); then
+        fail "$label: ntasks $n: $why"
+      fi
     done
     [[ -z $bad ]] || fail "$label: live plan refused for ntasks$bad: $(head -2 "$out.err")"
     if [[ -n $quality ]]; then

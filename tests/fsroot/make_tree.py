@@ -54,11 +54,15 @@ class Net:
     port: int = 0  # InfiniBand port of an IPoIB device, 0 if none
 
 
+# ib_port_state numbers and the names the kernel's ports/N/state prints after them.
+PORT_STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+
+
 @dataclass
 class Rdma:
     name: str
     node_guid: str
-    ports: int = 1
+    port_states: list = field(default_factory=lambda: [4])  # of ports 1..N
 
 
 @dataclass
@@ -191,6 +195,14 @@ def infos(obj):
     return {i.get("name"): i.get("value") for i in obj.findall("info")}
 
 
+def port_states_of(info):
+    """An OpenFabrics device's port states, ports 1..N, from hwloc's Port<i>State infos."""
+    states = []
+    while "Port%dState" % (len(states) + 1) in info:
+        states.append(int(info["Port%dState" % (len(states) + 1)]))
+    return states
+
+
 def amd_modes(device_id, partitions):
     xcds = MI300_DEVICES.get(device_id, ("", 0))[1]
     if not xcds:
@@ -260,8 +272,8 @@ def parse_pci(obj, parents):
             pci.nets.append(Net(name, info.get("Address", "00:00:00:00:00:00"),
                                 int(info.get("Port", "0"))))
         elif kind == "3":
-            ports = sum(1 for k in info if k.endswith("State") and k.startswith("Port"))
-            pci.rdmas.append(Rdma(name, info.get("NodeGUID", guid_for(name)), max(1, ports)))
+            pci.rdmas.append(Rdma(name, info.get("NodeGUID", guid_for(name)),
+                                  port_states_of(info) or [4]))
         elif kind == "1" and name.startswith(("card", "renderD", "controlD")):
             pci.drm.append(name)
     pci.gpu = gpu_from_osdevs(pci, osdevs)
@@ -464,10 +476,16 @@ def add_spec_device(hb, dev):
     pci = Pci(dev["bdf"], vendor, int(dev["device"], 16), int(dev["class"], 16),
               int(dev.get("subvendor", hex(vendor)), 16), int(dev.get("subdevice", dev["device"]), 16),
               int(dev.get("revision", "0"), 16), dev.get("link_gen", 4), dev.get("link_width", 16))
-    for name in dev.get("net", []):
-        pci.nets.append(Net(name, mac_for(name)))
-    for name in dev.get("rdma", []):
-        pci.rdmas.append(Rdma(name, guid_for(name)))
+    for net in dev.get("net", []):  # a name, or {"name": N, "port": P} for IPoIB on port P
+        if isinstance(net, str):
+            net = {"name": net}
+        pci.nets.append(Net(net["name"], mac_for(net["name"]), net.get("port", 0)))
+    for rdma in dev.get("rdma", []):  # a name, or {"name": N, "ports": ["DOWN", "ACTIVE"]}
+        if isinstance(rdma, str):
+            rdma = {"name": rdma}
+        states = {name: number for number, name in PORT_STATES.items()}
+        pci.rdmas.append(Rdma(rdma["name"], guid_for(rdma["name"]),
+                              [states[s] for s in rdma.get("ports", ["ACTIVE"])]))
     g = dev.get("gpu")
     if g:
         gpu = Gpu(g["vendor"], partitions=g.get("partitions", 1), tiles=g.get("tiles", 1),
@@ -683,8 +701,8 @@ class PciWriter:
             rd = d + "/infiniband/" + rdma.name
             t.write(rd + "/node_guid", rdma.node_guid + "\n")
             t.write(rd + "/sys_image_guid", rdma.node_guid + "\n")
-            for port in range(1, rdma.ports + 1):
-                t.write("%s/ports/%d/state" % (rd, port), "4: ACTIVE\n")
+            for port, state in enumerate(rdma.port_states, 1):
+                t.write("%s/ports/%d/state" % (rd, port), "%d: %s\n" % (state, PORT_STATES[state]))
                 t.write("%s/ports/%d/lid" % (rd, port), "0x%x\n" % port)
                 t.write("%s/ports/%d/lid_mask_count" % (rd, port), "0\n")
             t.link(rd + "/device", d)
@@ -861,6 +879,9 @@ def canonical(path):
             line = "PCI %s %s" % (obj.get("pci_busid"), " ".join(obj.get("pci_type").split()[:2]))
         elif t == "OSDev" and obj.get("osdev_type") in ("2", "3"):
             line = "OSDev %s" % obj.get("name")
+            states = port_states_of(infos(obj))
+            if states:  # UCX uses an RDMA device's active ports only
+                line += " ports=%s" % ",".join(map(str, states))
         if line:
             lines.append("  " * depth + line)
         for child in obj.findall("object"):

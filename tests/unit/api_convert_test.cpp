@@ -32,6 +32,17 @@ TEST(ApiConvert, TopologyRoundTripsExactly) {
   }
 }
 
+// A NIC's RDMA port crosses the wire; a daemon from before the field sends none (0), and used 1.
+TEST(ApiConvert, NicRdmaPortCrossesAndAbsentMeansOne) {
+  Topology t = fixture("dgx-h100");
+  t.nics[0].rdma_port = 2;
+  v1::GetTopologyResponse proto;
+  api::topology_to_proto(t, proto);
+  EXPECT_EQ(api::topology_from_proto(proto).nics[0].rdma_port, 2);
+  proto.mutable_nics(0)->clear_rdma_port();
+  EXPECT_EQ(api::topology_from_proto(proto).nics[0].rdma_port, 1);
+}
+
 TEST(ApiConvert, PlanRoundTripsExactly) {
   PlanRequest request;
   request.ntasks = 12;

@@ -129,6 +129,27 @@ TEST(EnvRender, PlaceholdersTakeEachTasksAndTheNodesValues) {
   EXPECT_EQ(second.at("CCL"), "3,7");
 }
 
+// UCX names an RDMA device's port ("mlx4_0:2"): the one discovery found active, not always 1; a
+// NIC without RDMA device by its interface.
+TEST(EnvRender, UcxDevicesNameEachRdmaDevicesOwnPort) {
+  Topology topology;
+  topology.nics.resize(3);
+  for (int i = 0; i < 3; ++i)
+    topology.nics[i].index = i;
+  topology.nics[0].rdma = "mlx4_0";
+  topology.nics[0].rdma_port = 2;
+  topology.nics[1].rdma = "mlx5_0";
+  topology.nics[2].netdev = "eth1";
+  SitePolicy policy;
+  policy.nic_env = {{"UCX_NET_DEVICES", "{nics_ucx}", "", false}};
+  std::vector<TaskPlan> tasks(1);
+  tasks[0].cpus = CpuSet::range(0, 3);
+  tasks[0].nic_index = 0;
+  tasks[0].nic_indices = {0, 1, 2};
+  render_env(topology, policy, PlanRequest(), tasks);
+  EXPECT_EQ(vars_of(tasks[0]).at("UCX_NET_DEVICES"), "mlx4_0:2,mlx5_0:1,eth1");
+}
+
 TEST(EnvRender, RequestTurnsGroupsOffAndOmpPlacesOn) {
   PlanRequest request;
   request.gpu_env = false;

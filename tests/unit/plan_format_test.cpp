@@ -78,8 +78,10 @@ TEST(PlanFormat, TopologyJsonAndText) {
   EXPECT_NE(json.find(R"({"index":0,"pci":"0000:c1:00.0","vendor":"amd")"), std::string::npos);
   EXPECT_NE(json.find(R"("locality":{"kind":"L3","index":6,"cpus":"48-55,112-119")"),
             std::string::npos);
-  EXPECT_NE(json.find(R"("name":"hsn0","netdev":"hsn0","rdma":"cxi0")"), std::string::npos);
+  EXPECT_NE(json.find(R"("name":"hsn0","netdev":"hsn0","rdma":"cxi0","rdma_port":1)"),
+            std::string::npos);
   const std::string text = topology_to_text(t);
+  EXPECT_NE(text.find("NIC  name  netdev  rdma  port  kind"), std::string::npos) << text;
   EXPECT_NE(text.find("1 package, 4 NUMA nodes, 8 L3s, 64 cores, 128 PUs"), std::string::npos);
   EXPECT_NE(text.find("L3 6"), std::string::npos);
   EXPECT_NE(topology_to_text(fixture("workstation-mixed")).find("No high-speed NICs"),

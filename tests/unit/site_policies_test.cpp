@@ -65,6 +65,40 @@ TEST(SitePolicies, PerlmutterRankZeroSitsOnNumaThree) {
     EXPECT_EQ(p.tasks[r].numa_index, 3 - r);
 }
 
+// The Slingshot examples give NCCL/RCCL every Slingshot interface of the node, one list in every
+// task, only if unset (HPE's, LUMI's and OLCF's setting), and keep Cray MPICH's per-rank mapping.
+void expect_node_wide_socket_interfaces(const std::string& policy, const std::string& fixture) {
+  const Node node = site(policy, fixture);
+  Node with_defaults = node;
+  with_defaults.policy.nic_env = SitePolicy::default_nic_env();
+  std::string every_nic;
+  for (const Nic& nic : node.topology.nics)
+    every_nic += (every_nic.empty() ? "" : ",") + nic.netdev;
+  EXPECT_EQ(every_nic, "hsn0,hsn1,hsn2,hsn3") << policy;
+  for (int ntasks : {1, 2, 8}) {
+    const Plan p = plan(node, ntasks), defaults = plan(with_defaults, ntasks);
+    ASSERT_EQ(p.tasks.size(), defaults.tasks.size());
+    for (size_t t = 0; t < p.tasks.size(); ++t) {
+      const TaskPlan& task = p.tasks[t];
+      EXPECT_EQ(env_value(task, "NCCL_SOCKET_IFNAME"), every_nic) << policy << " rank " << t;
+      for (const char* mpich : {"MPICH_OFI_NIC_POLICY", "MPICH_OFI_NIC_MAPPING"}) {
+        EXPECT_EQ(env_value(task, mpich), env_value(defaults.tasks[t], mpich)) << policy;
+      }
+      for (const EnvVar var : task.env) {
+        if (var.name == "NCCL_SOCKET_IFNAME" || var.name.starts_with("MPICH_OFI_NIC")) {
+          EXPECT_TRUE(var.only_if_unset) << policy << " " << var.name;
+        }
+      }
+    }
+  }
+}
+
+TEST(SitePolicies, SlingshotSitesGiveNcclEveryInterfaceOfTheNode) {
+  expect_node_wide_socket_interfaces("lumi-g", "lumi-g");
+  expect_node_wide_socket_interfaces("frontier", "lumi-g");
+  expect_node_wide_socket_interfaces("perlmutter", "a100-pcionly");
+}
+
 TEST(SitePolicies, DgxUsesOnlyTheComputeHcas) {
   const Node node = site("dgx-h100", "dgx-h100");
   EXPECT_EQ(node.topology.nics.size(), 8u) << "storage ports are not job NICs";

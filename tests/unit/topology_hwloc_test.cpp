@@ -115,6 +115,47 @@ TEST(TopologyHwloc, InfinibandNicsShareTheGpuSwitch) {
   EXPECT_NE(t.gpus[0].locality.pci_path[0], t.gpus[1].locality.pci_path[0]);
 }
 
+// The DGX H100 fixture with `infos` (hwloc's <info> elements) added to mlx5_0, loaded; its NIC 0.
+Nic dgx_nic0_with_infos(const std::vector<std::pair<std::string, std::string>>& infos) {
+  std::ifstream in(fixture_path("dgx-h100.xml"));
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string guid = R"(<info name="NodeGUID" value="946d:ae03:0000:0000"/>)";
+  const size_t at = xml.find(guid);
+  EXPECT_NE(at, std::string::npos);
+  std::string added;
+  for (const auto& [name, value] : infos)
+    added += R"(<info name=")" + name + R"(" value=")" + value + R"("/>)";
+  xml.insert(at + guid.size(), added);
+  const std::string path = ::testing::TempDir() + "/gpubind-ib-ports.xml";
+  std::ofstream(path) << xml;
+  auto loaded = load_topology_xml(path, SitePolicy::default_nic_patterns());
+  std::remove(path.c_str());
+  EXPECT_TRUE(loaded) << loaded.error().message;
+  if (!loaded || loaded->nics.empty()) return {};
+  EXPECT_EQ(loaded->nics[0].rdma, "mlx5_0");
+  return loaded->nics[0];
+}
+
+// UCX offers only an RDMA device's ACTIVE ports (hwloc's Port<i>State 4), as "<device>:<port>".
+TEST(TopologyHwloc, RdmaPortIsTheLowestActivePort) {
+  EXPECT_EQ(dgx_nic0_with_infos({{"Port1State", "1"}, {"Port2State", "4"}}).rdma_port, 2)
+      << "a dual-port HCA cabled on port 2";
+  EXPECT_EQ(dgx_nic0_with_infos({{"Port1State", "4"}, {"Port2State", "4"}}).rdma_port, 1);
+  EXPECT_EQ(dgx_nic0_with_infos({{"Port10State", "4"}, {"Port9State", "1"}, {"Port2State", "4"}})
+                .rdma_port,
+            2)
+      << "ports compare as numbers";
+  EXPECT_EQ(dgx_nic0_with_infos({{"Port1State", "5"}, {"Port2State", "4"}}).rdma_port, 2)
+      << "ACTIVE_DEFER is not ACTIVE to UCX";
+  EXPECT_EQ(dgx_nic0_with_infos({{"Port2State", "1"}, {"Port3State", "2"}}).rdma_port, 2)
+      << "no active port: the lowest listed";
+  EXPECT_EQ(
+      dgx_nic0_with_infos({{"Port1LID", "0x4"}, {"PortState", "4"}, {"Port0State", "4"}}).rdma_port,
+      1)
+      << "no port states: port 1";
+  EXPECT_EQ(fixture("dgx-h100").nics[0].rdma_port, 1);
+}
+
 TEST(TopologyHwloc, PartitionsOfOneDeviceAreSeparateGpus) {
   const Topology& t = fixture("mi300a-tpx");
   ASSERT_EQ(t.gpus.size(), 12u);

@@ -74,6 +74,9 @@ struct Nic {
   std::string name;    // the name that matched the policy's patterns first
   std::string netdev;  // network interface ("hsn0", "ib0"), may be empty
   std::string rdma;    // RDMA device ("cxi0", "mlx5_0"), may be empty
+  // The RDMA device's port for UCX_NET_DEVICES ("mlx5_0:1"): its lowest ACTIVE port, since UCX
+  // offers only active ports; else its lowest port, else 1 (a dump without port states).
+  int rdma_port = 1;
   std::string pci_bus_id;
   NicKind kind = NicKind::kEthernet;
   Locality locality;

@@ -279,7 +279,9 @@ class TaskPlaceholders final : public PlaceholderSource {
       case Placeholder::kNicsRdma:
         return nics([](const Nic& n) { return n.rdma; });
       case Placeholder::kNicsUcx:
-        return nics([](const Nic& n) { return n.rdma.empty() ? n.netdev : n.rdma + ":1"; });
+        return nics([](const Nic& n) {
+          return n.rdma.empty() ? n.netdev : n.rdma + ":" + std::to_string(n.rdma_port);
+        });
       case Placeholder::kCpus:
         return task_->cpus.append_list(out);
       default:

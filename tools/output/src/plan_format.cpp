@@ -122,6 +122,7 @@ std::string topology_to_json(const Topology& topology) {
                         {"name", nic.name},
                         {"netdev", nic.netdev},
                         {"rdma", nic.rdma},
+                        {"rdma_port", nic.rdma_port},
                         {"pci", nic.pci_bus_id},
                         {"kind", nic_kind_name(nic.kind)},
                         {"locality", locality_json(nic.locality)}});
@@ -167,12 +168,13 @@ std::string topology_to_text(const Topology& topology) {
   }
   if (!topology.gpus.empty()) out << "\n";
   std::vector<std::vector<std::string>> nics = {
-      {"NIC", "name", "netdev", "rdma", "kind", "PCI", "locality", "CPUs"}};
+      {"NIC", "name", "netdev", "rdma", "port", "kind", "PCI", "locality", "CPUs"}};
   for (const Nic& nic : topology.nics) {
+    const bool rdma = !nic.rdma.empty();
     nics.push_back({std::to_string(nic.index), nic.name, nic.netdev.empty() ? "-" : nic.netdev,
-                    nic.rdma.empty() ? "-" : nic.rdma, nic_kind_name(nic.kind),
-                    nic.pci_bus_id.empty() ? "-" : nic.pci_bus_id, describe_locality(nic.locality),
-                    nic.locality.cpus.to_list()});
+                    rdma ? nic.rdma : "-", rdma ? std::to_string(nic.rdma_port) : "-",
+                    nic_kind_name(nic.kind), nic.pci_bus_id.empty() ? "-" : nic.pci_bus_id,
+                    describe_locality(nic.locality), nic.locality.cpus.to_list()});
   }
   out << (topology.nics.empty() ? "No high-speed NICs matched the patterns.\n"
                                 : format_table(nics));
