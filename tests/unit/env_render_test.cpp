@@ -146,7 +146,8 @@ TEST(EnvRender, UcxDevicesNameEachRdmaDevicesOwnPort) {
   tasks[0].cpus = CpuSet::range(0, 3);
   tasks[0].nic_index = 0;
   tasks[0].nic_indices = {0, 1, 2};
-  render_env(topology, policy, PlanRequest(), tasks);
+  std::vector<std::string> warnings;
+  render_env(topology, policy, PlanRequest(), tasks, warnings);
   EXPECT_EQ(vars_of(tasks[0]).at("UCX_NET_DEVICES"), "mlx4_0:2,mlx5_0:1,eth1");
 }
 
