@@ -3,10 +3,11 @@
 
 The end-to-end tests run a real Slurm cluster on the test machine, so task affinity must use
 CPUs that exist; the GPUs and NICs are fakes (AMD MI250X GCDs with rsmiN devices, Slingshot
-hsnN NICs), spread over the packages and placed under each package's L3.
+hsnN NICs), spread over the packages and placed under each package's L3. --gpu-vendors makes
+them NVIDIA H100s (with the UUID hwloc reads from the driver) and AMD GCDs in turn.
 
 Usage: make_node_topology.py OUTPUT.xml [--gpus N] [--nics N] [--hostname NAME]
-                             [--threads-per-core N] [--split N]
+                             [--threads-per-core N] [--split N] [--gpu-vendors amd,nvidia,...]
 """
 import argparse
 import os
@@ -65,7 +66,22 @@ def split_into(packages, count):
     return [(vendor, model, group) for group in groups]
 
 
-def build(gpus, nics, hostname, threads_per_core=0, split=0):
+def uuid_of(gpu):
+    """The fake NVIDIA GPU's UUID, as the driver prints it."""
+    return "GPU-e2e00000-0000-4000-8000-%012x" % gpu
+
+
+def fake_gpu(package, gpu, vendor):
+    if vendor == "nvidia":
+        osdev = g.osdev("cuda%d" % gpu, g.OSDEV_COPROC, "CUDA",
+                        [("Backend", "CUDA"), ("GPUVendor", "NVIDIA Corporation"),
+                         ("GPUModel", "NVIDIA H100 (fake)"), ("NVIDIAUUID", uuid_of(gpu))])
+        return g.pcidev(g.busid(package, 0x40 + gpu), g.H100, g.link(5, 16), [osdev])
+    return g.pcidev(g.busid(package, 0x40 + gpu), g.MI250X, g.link(4, 16),
+                    [g.rsmi(gpu, "AMD Instinct MI250X (fake)")])
+
+
+def build(gpus, nics, hostname, threads_per_core=0, split=0, vendors=("amd",)):
     packages = live_packages()
     if threads_per_core:
         packages = [(v, m, as_threads(c, threads_per_core)) for v, m, c in packages]
@@ -82,9 +98,7 @@ def build(gpus, nics, hostname, threads_per_core=0, split=0):
         cores = [g.Obj("Core", i, children=[g.Obj("PU", pu) for pu in pus])
                  for i, pus in enumerate(core_pus)]
         endpoints = [g.slingshot(p, 0x10 + n, n) for n in nic_of_package[p]]
-        endpoints += [g.pcidev(g.busid(p, 0x40 + gpu), g.MI250X, g.link(4, 16),
-                               [g.rsmi(gpu, "AMD Instinct MI250X (fake)")])
-                      for gpu in gpu_of_package[p]]
+        endpoints += [fake_gpu(p, gpu, vendors[gpu % len(vendors)]) for gpu in gpu_of_package[p]]
         l3 = g.l3cache(p, 32 * g.MiB, cores)
         if endpoints:
             l3.add(g.root_complex(p, 0x0f, endpoints))
@@ -103,8 +117,14 @@ def main():
     parser.add_argument("--split", type=int, default=0,
                         help="present the cores as N packages (NUMA node + L3 each), GPUs and "
                              "NICs dealt over them in turn (0: the machine's own packages)")
+    parser.add_argument("--gpu-vendors", default="amd",
+                        help="GPU vendors in turn, amd or nvidia (e.g. nvidia,amd)")
     args = parser.parse_args()
-    text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core, args.split))
+    vendors = args.gpu_vendors.split(",")
+    if any(v not in ("amd", "nvidia") for v in vendors):
+        sys.exit(f"--gpu-vendors {args.gpu_vendors}: each must be amd or nvidia")
+    text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core, args.split,
+                          vendors))
     with open(args.output, "w", encoding="utf-8") as f:
         f.write(text)
 

@@ -753,6 +753,7 @@ TEST(PlannerVendors, EachVendorsVariableHoldsItsOwnNumbersAndHidesTheOthers) {
   EXPECT_EQ(env_of(split.tasks[1], "CUDA_VISIBLE_DEVICES"), "") << "no NVIDIA GPU leaks in";
   // HIP would read NVIDIA's CUDA_VISIBLE_DEVICES: it gets the AMD devices ROCR leaves.
   EXPECT_EQ(env_of(split.tasks[1], "HIP_VISIBLE_DEVICES"), "0");
+  EXPECT_TRUE(find_env(split.tasks[1], "HIP_VISIBLE_DEVICES")->only_if_unset) << "a user's wins";
   EXPECT_EQ(env_of(split.tasks[0], "HIP_VISIBLE_DEVICES"), "<unset>");
   EXPECT_EQ(env_of(split.tasks[1], "CUDA_DEVICE_ORDER"), "<unset>") << "an NVIDIA template";
 
@@ -764,6 +765,15 @@ TEST(PlannerVendors, EachVendorsVariableHoldsItsOwnNumbersAndHidesTheOthers) {
   EXPECT_EQ(env_of(both.tasks[0], "HIP_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(env_of(both.tasks[0], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   EXPECT_EQ(env_of(both.tasks[0], "GPUBIND_GPU_PCI"), "0000:01:00.0,0000:0a:00.0");
+
+  // Slurm's env_uuid names the GPUs that have a UUID by it, the others by their number.
+  PlanRequest uuids = tasks(2);
+  Topology named = t;
+  named.gpus[0].uuid = "GPU-11111111-2222-3333-4444-555555555555";
+  uuids.gpus = std::vector<StepGpu>{{0, named.gpus[0].uuid}, {1, "1"}};
+  const Plan by_uuid = plan_or_fail(named, SitePolicy(), uuids);
+  EXPECT_EQ(env_of(by_uuid.tasks[0], "CUDA_VISIBLE_DEVICES"), named.gpus[0].uuid);
+  EXPECT_EQ(env_of(by_uuid.tasks[1], "ROCR_VISIBLE_DEVICES"), "0");
 
   // Under a device cgroup Slurm numbers the step's GPUs from 0: the AMD GPU alone is "0".
   PlanRequest amd_only = tasks(1);

@@ -458,12 +458,13 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
     for (Vendor vendor : node_vendors)
       if (!has(vendor)) gpu_env.append_emptied(vendor_name(vendor), env);
     // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; here that list is
-    // NVIDIA's, so HIP gets the task's AMD devices as ROCR_VISIBLE_DEVICES numbers them.
+    // NVIDIA's, so HIP gets the task's AMD devices as ROCR_VISIBLE_DEVICES numbers them (a
+    // user's own HIP_VISIBLE_DEVICES already keeps HIP off it).
     const bool nvidia =
         std::find(node_vendors.begin(), node_vendors.end(), Vendor::kNvidia) != node_vendors.end();
     if (nvidia && has(Vendor::kAmd) && !env.value_of("HIP_VISIBLE_DEVICES")) {
       values.select_vendor(Vendor::kAmd);
-      env.add("HIP_VISIBLE_DEVICES", values.get(Placeholder::kGpuOrdinals));
+      env.add("HIP_VISIBLE_DEVICES", values.get(Placeholder::kGpuOrdinals), true);
     }
   }
   values.select_vendor(std::nullopt);

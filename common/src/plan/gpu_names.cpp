@@ -195,11 +195,14 @@ void Planner::number_for_runtimes(bool whole_node) {
   flat_first_device_.assign(count, -1);
   bool node_numbers = true, step_numbers = true;
   for (int g = 0; g < count; ++g) {
+    // Slurm lists a step's GPUs by node index, numbered 0.. in that order under a device cgroup.
+    step_numbers =
+        step_numbers && (g == 0 || step_gpus_[g - 1].node_index < step_gpus_[g].node_index);
+    // A UUID stands in for the number of a GPU that has one (Slurm's env_uuid).
     const std::optional<int> number = token_number(step_gpus_[g].token);
+    if (!number) continue;
     node_numbers = node_numbers && number == step_gpus_[g].node_index;
-    // Slurm lists a step's GPUs by node index and numbers them 0.. in that order.
-    step_numbers = step_numbers && number == g &&
-                   (g == 0 || step_gpus_[g - 1].node_index < step_gpus_[g].node_index);
+    step_numbers = step_numbers && number == g;
   }
   if (!whole_node && !node_numbers && !step_numbers) {
     // What these numbers count cannot be told: they stay as given, a card's tiles after them.
@@ -219,7 +222,7 @@ void Planner::number_for_runtimes(bool whole_node) {
   }
   for (int g = 0; g < count; ++g) {
     const Gpu& mine = topo_.gpus[step_gpus_[g].node_index];
-    if (mine.vendor == Vendor::kUnknown) continue;
+    if (mine.vendor == Vendor::kUnknown || !token_number(step_gpus_[g].token)) continue;
     int before = 0, devices_before = 0;
     for (int other : visible) {
       const Gpu& gpu = topo_.gpus[other];
