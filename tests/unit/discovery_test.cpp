@@ -72,6 +72,50 @@ TEST(NvidiaProcfs, NoFileOrNoUuidIsNothing) {
   EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
 }
 
+// ---- NVIDIA: /proc/driver/nvidia/capabilities/gpu<minor>/mig -------------------------------
+
+// As nv-caps.c lays it out: gi<G>/access for each GPU instance, gi<G>/ci<C>/access for each of
+// its compute instances; config and monitor beside them.
+TEST(NvidiaMig, CountsComputeInstancesOfTheGpusOwnMinor) {
+  Tree tree;
+  const std::string mig = "/proc/driver/nvidia/capabilities/gpu2/mig";
+  tree.file(mig + "/config", "DeviceFileMinor: 1\n");
+  tree.file(mig + "/monitor", "DeviceFileMinor: 2\n");
+  for (const char* instance : {"/gi1/ci0", "/gi2/ci0", "/gi2/ci1"})
+    tree.file(mig + instance + "/access", "DeviceFileMinor: 7\n");
+  tree.file(mig + "/gi1/access", "DeviceFileMinor: 6\n");
+  tree.folder(mig + "/gi9");  // a GPU instance without compute instances: no MIG device
+  tree.file("/proc/driver/nvidia/capabilities/gpu3/mig/gi1/ci0/access", "");
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 2), 3);
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 3), 1);
+  EXPECT_EQ(nvidia_mig_folder(2), mig);
+}
+
+TEST(NvidiaMig, NoFolderOrUnknownMinorIsNone) {
+  Tree tree;
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 0);
+  tree.folder("/proc/driver/nvidia/capabilities/gpu0/mig");  // MIG off: the folder is there
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 0);
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), -1), 0);
+}
+
+TEST(NvidiaMig, OnlyGiAndCiFoldersWithNumbersCount) {
+  Tree tree;
+  const std::string mig = "/proc/driver/nvidia/capabilities/gpu0/mig";
+  tree.folder(mig + "/gi1/ci0");
+  tree.folder(mig + "/gi1/ci");       // no number
+  tree.folder(mig + "/gi1/cix1");     // not digits after the prefix
+  tree.folder(mig + "/gi1/ci1.old");  // digits, then more
+  tree.file(mig + "/gi1/ci2", "");    // a file, not a folder
+  tree.folder(mig + "/gix/ci0");      // not a GPU instance
+  tree.file(mig + "/gi3", "");        // a file named like a GPU instance
+  tree.folder(mig + "/config/ci0");   // beside the GPU instances
+  // The static table of every instance that could exist is no count.
+  tree.file("/proc/driver/nvidia-caps/mig-minors",
+            "gpu0/gi1/access 3\ngpu0/gi1/ci0/access 4\ngpu0/gi1/ci1/access 5\n");
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 1);
+}
+
 // ---- Intel: i915 gt folders, xe tile folders, the PCI device id -----------------------------
 
 TEST(IntelTiles, I915CountsTheCardsGtFolders) {
