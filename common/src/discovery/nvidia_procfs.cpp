@@ -43,7 +43,7 @@ int count_nvidia_mig_instances(const std::string& root, int minor) {
   if (minor < 0) return 0;
   const std::string mig = nvidia_mig_folder(minor);
   int instances = 0;
-  // Beside gi<G> the folder holds the "config" and "monitor" capability files.
+  // Anything but gi<G>/ci<C> folders is not the driver's layout and is left out.
   for (const std::string& gpu_instance : list_folder(root, mig)) {
     const std::string gi = mig + "/" + gpu_instance;
     if (number_after_prefix(gpu_instance, "gi") < 0 || !is_folder(root, gi)) continue;
