@@ -256,6 +256,7 @@ void topology_to_proto(const Topology& topology, v1::GetTopologyResponse& proto)
     out->set_partitions(static_cast<uint32_t>(gpu.partitions));
     out->set_tiles(static_cast<uint32_t>(gpu.tiles));
     out->set_uuid(gpu.uuid);
+    out->set_mig_instances(static_cast<uint32_t>(gpu.mig_instances));
     out->set_found_by(gpu.found_by);
     locality_to_proto(gpu.locality, *out->mutable_locality());
   }
@@ -302,6 +303,7 @@ Topology topology_from_proto(const v1::GetTopologyResponse& proto) {
     gpu.partitions = static_cast<int>(in.partitions());
     gpu.tiles = static_cast<int>(in.tiles());
     gpu.uuid = in.uuid();
+    gpu.mig_instances = static_cast<int>(in.mig_instances());
     gpu.found_by = in.found_by();
     gpu.locality = locality_from_proto(in.locality());
     t.gpus.push_back(std::move(gpu));

@@ -355,6 +355,7 @@ class Loader {
     std::string model;
     std::string uuid;
     std::string found_by;
+    int mig_instances = 0;
   };
 
   struct RuntimeDevices {
@@ -396,18 +397,27 @@ class Loader {
     return text;
   }
 
-  // The NVIDIA UUID hwloc's NVML plugin recorded, else the driver's procfs file (live only).
-  std::string nvidia_uuid(hwloc_obj_t pci, const std::vector<hwloc_obj_t>& nvidias,
-                          std::string& found_by) const {
+  // An NVIDIA GPU's UUID: the one hwloc's NVML plugin recorded, else, live, the driver's procfs
+  // file's. Live, also its MIG instances, which the driver lists by the file's device minor
+  // (dumps do not record them).
+  void read_nvidia_ids(hwloc_obj_t pci, const std::vector<hwloc_obj_t>& nvidias, Unit& unit) const {
     for (hwloc_obj_t os : nvidias) {
-      if (std::string uuid = info(os, "NVIDIAUUID"); !uuid.empty()) return uuid;
+      if (std::string uuid = info(os, "NVIDIAUUID"); !uuid.empty()) {
+        unit.uuid = std::move(uuid);
+        break;
+      }
     }
-    if (!live_ || !pci) return "";
+    if (!live_ || !pci) return;
     const std::string bus_id = pci_bus_id(pci);
     const auto gpu = discovery::read_nvidia_gpu_info(live_->root, bus_id);
-    if (!gpu) return "";
-    found_by += "; UUID from /proc/driver/nvidia/gpus/" + bus_id + "/information";
-    return gpu->uuid;
+    if (!gpu) return;
+    if (unit.uuid.empty()) {
+      unit.uuid = gpu->uuid;
+      unit.found_by += "; UUID from /proc/driver/nvidia/gpus/" + bus_id + "/information";
+    }
+    unit.mig_instances = discovery::count_nvidia_mig_instances(live_->root, gpu->minor);
+    if (unit.mig_instances > 0)
+      unit.found_by += "; MIG instances from " + discovery::nvidia_mig_folder(gpu->minor);
   }
 
   // The logical GPUs one PCI device (or parent) exposes, from its OS devices, else from the
@@ -439,10 +449,9 @@ class Loader {
                         : !found.opencls.empty() ? found.opencls.front()
                                                  : nullptr;
     if (named && !found.nvidias.empty()) {
-      std::string found_by = std::string("hwloc OS device ") + named->name + " (CUDA/NVML)";
-      std::string uuid = nvidia_uuid(pci, found.nvidias, found_by);
       units.push_back({is_pci ? parent : named, named->name, Vendor::kNvidia, 0, model_of(named),
-                       std::move(uuid), std::move(found_by)});
+                       "", std::string("hwloc OS device ") + named->name + " (CUDA/NVML)"});
+      read_nvidia_ids(pci, found.nvidias, units.back());
       return units;
     }
     // OpenCL knows neither partitions nor tiles: the driver's files still count them.
@@ -469,7 +478,7 @@ class Loader {
   std::vector<Unit> units_of_pci_device(hwloc_obj_t pci, Vendor vendor, Unit unit) {
     const std::string bus_id = pci_bus_id(pci);
     const unsigned device_id = pci->attr->pcidev.device_id;
-    if (vendor == Vendor::kNvidia) unit.uuid = nvidia_uuid(pci, {}, unit.found_by);
+    if (vendor == Vendor::kNvidia) read_nvidia_ids(pci, {}, unit);
     if (vendor == Vendor::kIntel) {
       const discovery::IntelTiles tiles =
           live_ ? discovery::read_intel_tiles(live_->root, bus_id, device_id)
@@ -542,6 +551,7 @@ class Loader {
         gpu.partitions = is_pci ? static_cast<int>(units.size()) : 1;
         gpu.tiles = unit.tiles;
         gpu.uuid = unit.uuid;
+        gpu.mig_instances = unit.mig_instances;
         gpu.found_by = unit.found_by;
         gpu.locality = locality_of(unit.where);
         // PCI bus order first; devices without PCI ids after them, by name.

@@ -13,7 +13,8 @@
 #      GPUs), planned live for 1, G/2, G, 2G tasks; every task of those plans has the spec's
 #      "expected_env" values (UCX_NET_DEVICES naming a dual-port HCA's active port, say); with
 #      GPUBIND_QUALITY, gpubind-quality --live runs its independent checks (the planner
-#      invariants) on it.
+#      invariants) on it. Each NVIDIA GPU's MIG instances (`gpubindctl topology --json`) are the
+#      compute instances its spec gives it ("mig"), none where it gives none.
 #
 # Compared: every field of the plan's JSON (each task's cpus, mask, GPUs, NIC, NUMA/L3, env,
 # warnings) except those that say where the topology came from rather than what was planned:
@@ -141,6 +142,21 @@ only_known_violations() {  # LABEL QUALITY_OUTPUT
   echo "known planner case: $1: $(grep -c VIOLATION "$2") gpubind-quality violation(s) listed in GPUBIND_LIVE_TREES_KNOWN_VIOLATIONS"
 }
 
+# The first NVIDIA GPU whose MIG instance count live differs from its spec's "mig" list, and how.
+mig_differs() {  # SPEC TOPOLOGY_JSON
+  python3 -c '
+import json, sys
+spec, topology = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+found = {g["pci"]: g["mig_instances"] for g in topology["gpus"]}
+for device in spec["pci"]:
+    gpu = device.get("gpu", {})
+    if gpu.get("vendor") == "nvidia" and found.get(device["bdf"]) != len(gpu.get("mig", [])):
+        print("GPU %s: %s MIG instances, the spec gives %d" % (device["bdf"],
+              found.get(device["bdf"]), len(gpu.get("mig", []))))
+        sys.exit(0)
+sys.exit(1)' "$@"
+}
+
 # The first task of a plan (JSON) whose environment lacks one of the expected values, and why.
 env_differs() {  # PLAN_JSON EXPECTED_ENV_JSON
   python3 -c '
@@ -186,6 +202,10 @@ print(json.dumps(json.load(open(sys.argv[1])).get("expected_env", {})))' "$spec"
       fi
     done
     [[ -z $bad ]] || fail "$label: live plan refused for ntasks$bad: $(head -2 "$out.err")"
+    HWLOC_FSROOT=$tree "$gpubindctl" topology --topology live --json >"$out.topology.json"
+    if why=$(mig_differs "$spec" "$out.topology.json"); then
+      fail "$label: $why"
+    fi
     if [[ -n $quality ]]; then
       if ! HWLOC_FSROOT=$tree "$quality" --no-timing --live >"$out.quality" 2>&1 &&
         ! only_known_violations "$label" "$out.quality"; then

@@ -77,6 +77,7 @@ class Gpu:
     model: str = ""
     simd_per_partition: int = 0
     numa_status_node: int = -1  # NVIDIA coherent memory (Grace): the GPU memory's NUMA node
+    mig: list = field(default_factory=list)  # NVIDIA MIG: (GPU instance, compute instance) pairs
 
 
 @dataclass
@@ -491,7 +492,8 @@ def add_spec_device(hb, dev):
         gpu = Gpu(g["vendor"], partitions=g.get("partitions", 1), tiles=g.get("tiles", 1),
                   model=g.get("model", ""), uuid=g.get("uuid", ""),
                   simd_per_partition=g.get("simd_per_partition", 0),
-                  numa_status_node=g.get("numa_status_node", -1))
+                  numa_status_node=g.get("numa_status_node", -1),
+                  mig=[tuple(pair) for pair in g.get("mig", [])])
         if gpu.vendor == "amd":
             gpu.compute_mode, gpu.available_modes = amd_modes(pci.device, gpu.partitions)
             gpu.memory_mode = g.get("memory_partition", "NPS1" if gpu.compute_mode else "")
@@ -672,6 +674,7 @@ class PciWriter:
                 root = "/sys/devices/pci%s:%s" % (pci.bdf[:4], pci.bdf[5:7])
                 self.device(pci, hb, root)
         self.write_kfd()
+        self.write_mig_minors()
 
     def device(self, pci, hb, parent_dir):
         d = parent_dir + "/" + pci.bdf
@@ -775,6 +778,34 @@ class PciWriter:
         if g.numa_status_node >= 0:
             self.tree.write("/proc/driver/nvidia/gpus/%s/numa_status" % pci.bdf,
                             "Node:      %d\nStatus:    online\n" % g.numa_status_node)
+        self.write_mig(minor, g.mig)
+
+    def write_mig(self, gpu_minor, instances):
+        """The GPU's MIG capability folders (os.c osRmCapRegisterGpu, ...SmcPartition,
+        ...SmcExecutionPartition): gpu<minor>/mig always, gi<G>/access for each GPU instance,
+        gi<G>/ci<C>/access for each compute instance, as nv-caps.c prints an access file."""
+        mig = "/proc/driver/nvidia/capabilities/gpu%d/mig" % gpu_minor
+        self.tree.mkdir(mig)
+        if instances:
+            self.tree.write("/proc/driver/nvidia/capabilities/mig/config", access_text(1, 0o400))
+            self.tree.write("/proc/driver/nvidia/capabilities/mig/monitor", access_text(2, 0o444))
+        for gi, ci in instances:
+            self.tree.write("%s/gi%d/access" % (mig, gi), access_text(mig_minor(gpu_minor, gi)))
+            self.tree.write("%s/gi%d/ci%d/access" % (mig, gi, ci),
+                            access_text(mig_minor(gpu_minor, gi, ci)))
+
+    def write_mig_minors(self):
+        """/proc/driver/nvidia-caps/mig-minors: every MIG capability that could exist, whether
+        it does or not (nv-caps.c), for the node's GPUs; written when one of them has MIG."""
+        if not any(pci.gpu.mig for pci in self.nvidia_gpus):
+            return
+        lines = ["config 1", "monitor 2"]
+        for gpu in range(self.nvidia_minor):
+            for gi in range(MIG_GPU_INSTANCES):
+                lines.append("gpu%d/gi%d/access %d" % (gpu, gi, mig_minor(gpu, gi)))
+                lines += ["gpu%d/gi%d/ci%d/access %d" % (gpu, gi, ci, mig_minor(gpu, gi, ci))
+                          for ci in range(MIG_COMPUTE_INSTANCES)]
+        self.tree.write("/proc/driver/nvidia-caps/mig-minors", "\n".join(lines) + "\n")
 
     def write_kfd(self):
         if not self.amd_gpus:
@@ -830,6 +861,21 @@ class PciWriter:
         self.tree.write(d + "/properties", "".join("%s %d\n" % kv for kv in props))
         self.tree.write(d + "/gpu_id", "%d\n" % gpu_id)
         self.tree.write(d + "/name", name + "\n")
+
+
+# nv-caps.c numbers the MIG capabilities' device minors after config (1) and monitor (2): per GPU,
+# per GPU instance, its own access, then its compute instances'.
+MIG_GPU_INSTANCES = 15
+MIG_COMPUTE_INSTANCES = 8
+
+
+def mig_minor(gpu, gi, ci=None):
+    first = 3 + (gpu * MIG_GPU_INSTANCES + gi) * (1 + MIG_COMPUTE_INSTANCES)
+    return first if ci is None else first + 1 + ci
+
+
+def access_text(device_minor, mode=0o444):
+    return "DeviceFileMinor: %d\nDeviceFileMode: %d\nDeviceFileModify: 1\n" % (device_minor, mode)
 
 
 def nvidia_uuid(bdf):

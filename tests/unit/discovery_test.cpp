@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +71,51 @@ TEST(NvidiaProcfs, NoFileOrNoUuidIsNothing) {
   EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
   tree.file("/proc/driver/nvidia/gpus/0000:18:00.0/information", "Model: \t\t X\n");
   EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
+}
+
+// ---- NVIDIA: /proc/driver/nvidia/capabilities/gpu<minor>/mig -------------------------------
+
+// As the driver lays it out (os.c, nv-caps.c): gi<G>/access for each GPU instance,
+// gi<G>/ci<C>/access for each of its compute instances; the node-wide config and monitor
+// capabilities in capabilities/mig.
+TEST(NvidiaMig, CountsComputeInstancesOfTheGpusOwnMinor) {
+  Tree tree;
+  const std::string mig = "/proc/driver/nvidia/capabilities/gpu2/mig";
+  tree.file("/proc/driver/nvidia/capabilities/mig/config", "DeviceFileMinor: 1\n");
+  tree.file("/proc/driver/nvidia/capabilities/mig/monitor", "DeviceFileMinor: 2\n");
+  for (const char* instance : {"/gi1/ci0", "/gi2/ci0", "/gi2/ci1"})
+    tree.file(mig + instance + "/access", "DeviceFileMinor: 7\n");
+  tree.file(mig + "/gi1/access", "DeviceFileMinor: 6\n");
+  tree.folder(mig + "/gi9");  // a GPU instance without compute instances: no MIG device
+  tree.file("/proc/driver/nvidia/capabilities/gpu3/mig/gi1/ci0/access", "");
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 2), 3);
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 3), 1);
+  EXPECT_EQ(nvidia_mig_folder(2), mig);
+}
+
+TEST(NvidiaMig, NoFolderOrUnknownMinorIsNone) {
+  Tree tree;
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 0);
+  tree.folder("/proc/driver/nvidia/capabilities/gpu0/mig");  // MIG off: the folder is there
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 0);
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), -1), 0);
+}
+
+TEST(NvidiaMig, OnlyGiAndCiFoldersWithNumbersCount) {
+  Tree tree;
+  const std::string mig = "/proc/driver/nvidia/capabilities/gpu0/mig";
+  tree.folder(mig + "/gi1/ci0");
+  tree.folder(mig + "/gi1/ci");       // no number
+  tree.folder(mig + "/gi1/cix1");     // not digits after the prefix
+  tree.folder(mig + "/gi1/ci1.old");  // digits, then more
+  tree.file(mig + "/gi1/ci2", "");    // a file, not a folder
+  tree.folder(mig + "/gix/ci0");      // not a GPU instance
+  tree.file(mig + "/gi3", "");        // a file named like a GPU instance
+  tree.folder(mig + "/config/ci0");   // beside the GPU instances
+  // The static table of every instance that could exist is no count.
+  tree.file("/proc/driver/nvidia-caps/mig-minors",
+            "gpu0/gi1/access 3\ngpu0/gi1/ci0/access 4\ngpu0/gi1/ci1/access 5\n");
+  EXPECT_EQ(count_nvidia_mig_instances(tree.root(), 0), 1);
 }
 
 // ---- Intel: i915 gt folders, xe tile folders, the PCI device id -----------------------------
@@ -251,6 +297,54 @@ TEST(CpuLessNuma, TasksPreferTheirGpusNumaNodeByItsLinuxNumber) {
   for (const TaskPlan& task : plan->tasks)
     EXPECT_NE(task.numa_index, 4) << "memory on a CPU-less node";
 }
+
+// ---- NVIDIA MIG on a node discovered live ---------------------------------------------------
+
+#ifdef GPUBIND_MAKE_TREE
+// tests/fsroot/specs/dgx-h100-mig.json written as a tree (make_tree.py) and discovered live: MIG
+// on GPU 2 (3 instances, NUMA 0) and GPU 5 (2 instances, NUMA 1).
+Topology dgx_h100_with_mig_live() {
+  const discovery::Tree tree;
+  const std::string make = std::string(GPUBIND_MAKE_TREE) + " --spec " + GPUBIND_FSROOT_SPECS +
+                           "/dgx-h100-mig.json " + tree.root();
+  EXPECT_EQ(std::system(make.c_str()), 0) << make;
+  const char* saved = std::getenv("HWLOC_FSROOT");
+  const std::string before = saved ? saved : "";
+  setenv("HWLOC_FSROOT", tree.root().c_str(), 1);
+  auto topology = load_topology_live(SitePolicy::default_nic_patterns());
+  if (saved) {
+    setenv("HWLOC_FSROOT", before.c_str(), 1);
+  } else {
+    unsetenv("HWLOC_FSROOT");
+  }
+  EXPECT_TRUE(topology) << topology.error().message;
+  return topology ? *topology : Topology{};
+}
+
+// Slurm's indices count MIG instances GPU by GPU in PCI order: 0-2 are GPU 2's, 3-4 GPU 5's.
+TEST(LiveMig, AStepOfMigInstancesIsPlacedNearTheirParentGpus) {
+  const Topology t = dgx_h100_with_mig_live();
+  ASSERT_EQ(t.gpus.size(), 8u);
+  for (const Gpu& gpu : t.gpus)
+    EXPECT_EQ(gpu.mig_instances, gpu.index == 2 ? 3 : gpu.index == 5 ? 2 : 0) << gpu.index;
+  PlanRequest request;
+  request.ntasks = 2;
+  request.unplaced_gpus = {"MIG-0c7f41d2-9a3b-5e6f-8d1c-2b4a6e8f0a11",
+                           "MIG-5d2e8b19-47c6-5a0f-b3e1-9c8d7f6a5b22"};
+  request.unplaced_slurm_indices = {1, 4};
+  const auto plan = make_plan(t, SitePolicy{}, request);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_TRUE(plan->warnings.empty()) << plan->warnings.front();
+  const int parents[] = {2, 5};
+  for (int r : {0, 1}) {
+    const Gpu& parent = t.gpus[static_cast<size_t>(parents[r])];
+    ASSERT_EQ(plan->tasks[r].gpus.size(), 1u);
+    EXPECT_EQ(plan->tasks[r].gpus[0].node_index, parent.index) << "rank " << r;
+    EXPECT_TRUE(plan->tasks[r].cpus.is_subset_of(parent.locality.cpus)) << "rank " << r;
+    EXPECT_EQ(plan->tasks[r].numa_index, t.numa_os_number(parent.locality.numa_index));
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace gpubind

@@ -88,5 +88,14 @@ TEST(PlanFormat, TopologyJsonAndText) {
             std::string::npos);
 }
 
+TEST(PlanFormat, TopologySaysAGpusMigInstances) {
+  Topology t = fixture("dgx-h100");
+  t.gpus[2].mig_instances = 3;
+  EXPECT_NE(topology_to_json(t).find(R"("mig_instances":3,)"), std::string::npos);
+  const std::string text = topology_to_text(t);
+  EXPECT_NE(text.find("; 3 MIG instances"), std::string::npos) << text;
+  EXPECT_EQ(text.find("MIG instance", text.find("GPU 3:")), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace gpubind

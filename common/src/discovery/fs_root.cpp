@@ -54,6 +54,13 @@ std::vector<std::string> list_folder(const std::string& root, const std::string&
   return names;
 }
 
+bool is_folder(const std::string& root, const std::string& path) {
+  DIR* dir = ::opendir((root + path).c_str());
+  if (!dir) return false;
+  ::closedir(dir);
+  return true;
+}
+
 std::string trimmed(const std::string& text) {
   const char* space = " \t\r\n";
   const size_t first = text.find_first_not_of(space);

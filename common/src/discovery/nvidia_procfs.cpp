@@ -1,5 +1,5 @@
 // The NVIDIA driver's per-GPU procfs file, "Key: \t value" lines (nv-procfs.c in
-// open-gpu-kernel-modules).
+// open-gpu-kernel-modules), and its MIG capability folders (nv-caps.c, os.c).
 #include "gpubind/discovery/fs_root.h"
 #include "gpubind/discovery/gpu_drivers.h"
 #include "gpubind/parse.h"
@@ -32,6 +32,28 @@ std::optional<NvidiaGpuInfo> read_nvidia_gpu_info(const std::string& root,
   // A UUID is what makes the file worth reading; without one it is not the format we know.
   if (info.uuid.rfind("GPU-", 0) != 0) return std::nullopt;
   return info;
+}
+
+std::string nvidia_mig_folder(int minor) {
+  // osRmCapRegisterGpu names the folder after the device minor, as "information" prints it.
+  return "/proc/driver/nvidia/capabilities/gpu" + std::to_string(minor) + "/mig";
+}
+
+int count_nvidia_mig_instances(const std::string& root, int minor) {
+  if (minor < 0) return 0;
+  const std::string mig = nvidia_mig_folder(minor);
+  int instances = 0;
+  // Anything but gi<G>/ci<C> folders is not the driver's layout and is left out.
+  for (const std::string& gpu_instance : list_folder(root, mig)) {
+    const std::string gi = mig + "/" + gpu_instance;
+    if (number_after_prefix(gpu_instance, "gi") < 0 || !is_folder(root, gi)) continue;
+    for (const std::string& compute_instance : list_folder(root, gi)) {
+      if (number_after_prefix(compute_instance, "ci") >= 0 &&
+          is_folder(root, gi + "/" + compute_instance))
+        ++instances;
+    }
+  }
+  return instances;
 }
 
 }  // namespace gpubind::discovery

@@ -114,6 +114,7 @@ std::string topology_to_json(const Topology& topology) {
                         {"partitions", gpu.partitions},
                         {"tiles", gpu.tiles},
                         {"uuid", gpu.uuid},
+                        {"mig_instances", gpu.mig_instances},
                         {"found_by", gpu.found_by},
                         {"locality", locality_json(gpu.locality)}});
   }
@@ -163,6 +164,7 @@ std::string topology_to_text(const Topology& topology) {
   for (const Gpu& gpu : topology.gpus) {
     out << "GPU " << gpu.index << ": " << (gpu.found_by.empty() ? "-" : gpu.found_by);
     if (!gpu.uuid.empty()) out << "; " << gpu.uuid;
+    if (gpu.mig_instances > 0) out << "; " << plural(gpu.mig_instances, "MIG instance");
     if (!gpu.locality.basis.empty()) out << "; locality from " << gpu.locality.basis;
     out << "\n";
   }

@@ -19,6 +19,9 @@ std::optional<std::string> read_small_file(const std::string& root, const std::s
 // The entries of a folder under `root`, sorted, without "." and ".."; empty when unreadable.
 std::vector<std::string> list_folder(const std::string& root, const std::string& path);
 
+// Whether `path` under `root` is a folder one can list.
+bool is_folder(const std::string& root, const std::string& path);
+
 // `text` without leading and trailing white space.
 std::string trimmed(const std::string& text);
 

@@ -1,6 +1,6 @@
 // What the GPU kernel drivers publish about each GPU in sysfs and procfs: AMD compute partitions
-// (amdgpu, KFD), Intel tiles (i915, xe) and NVIDIA UUIDs (nvidia.ko). Read as plain files under
-// fs_root(): no GPU runtime is loaded and no device file is opened.
+// (amdgpu, KFD), Intel tiles (i915, xe), NVIDIA UUIDs and MIG instances (nvidia.ko). Read as
+// plain files under fs_root(): no GPU runtime is loaded and no device file is opened.
 #pragma once
 
 #include <map>
@@ -66,5 +66,15 @@ struct NvidiaGpuInfo {
 
 std::optional<NvidiaGpuInfo> read_nvidia_gpu_info(const std::string& root,
                                                   const std::string& bus_id);
+
+// Where the driver lists the MIG instances of the GPU with device minor `minor`.
+std::string nvidia_mig_folder(int minor);
+
+// The MIG instances of the GPU with device minor `minor`, one per compute instance as NVML and
+// Slurm count them: the gi<G>/ci<C> folders the driver creates under nvidia_mig_folder() for
+// each that exists (nv-caps, osRmCapRegisterSmcExecutionPartition). 0 when there are none, MIG
+// is off or the folder is missing. /proc/driver/nvidia-caps/mig-minors is no count: it lists
+// every instance that could exist.
+int count_nvidia_mig_instances(const std::string& root, int minor);
 
 }  // namespace gpubind::discovery
