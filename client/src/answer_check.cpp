@@ -94,8 +94,12 @@ Status check_gpus(const StepRequest& request, const TaskBinding& task) {
 bool names_whole_gpus(const StepRequest& request, const TaskBinding& task, const TaskEnv& var) {
   if (var.name == "HIP_VISIBLE_DEVICES") return true;
   const std::vector<std::string> items = split_list(var.value);
+  const auto& unplaced = request.unplaced_gpus;
   return std::all_of(task.gpus.begin(), task.gpus.end(), [&](const TaskGpuInfo& gpu) {
-    if (gpu.node_index < 0) return true;
+    // Tokens the step gave alone (UUIDs, MIG instances) name whole GPUs, placed or not.
+    if (gpu.node_index < 0 ||
+        std::find(unplaced.begin(), unplaced.end(), gpu.token) != unplaced.end())
+      return true;
     const std::vector<std::string> parts = split_list(gpu.token);
     const bool named = std::any_of(parts.begin(), parts.end(), [&](const std::string& part) {
       return std::find(items.begin(), items.end(), part) != items.end();

@@ -35,6 +35,34 @@ bool by_recorded_bus_ids(const EnvLookup& env, const std::vector<std::string>& t
   return true;
 }
 
+// A task gpubind bound whose vendors' visibility variables still hold what it set, together
+// naming every GPU it recorded (on a node with GPUs of several vendors each vendor's variable
+// holds that vendor's own numbers, so a token alone may name two GPUs): every recorded GPU.
+bool as_recorded(const EnvLookup& env, StepRequest& request) {
+  if (env("GPUBIND_BOUND") != "1") return false;
+  const auto recorded_tokens = env("GPUBIND_GPUS");
+  const auto recorded_pcis = env("GPUBIND_GPU_PCI");
+  if (!recorded_tokens || !recorded_pcis) return false;
+  std::vector<std::string> names = split_list(*recorded_tokens);
+  const std::vector<std::string> pcis = split_list(*recorded_pcis);
+  if (names.size() != pcis.size() || std::set(pcis.begin(), pcis.end()).size() != pcis.size())
+    return false;
+  std::vector<std::string> listed;
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}) {
+    for (std::string& token : split_list(env(name).value_or("")))
+      listed.push_back(std::move(token));
+  }
+  std::vector<std::string> sorted_names = names;
+  std::sort(sorted_names.begin(), sorted_names.end());
+  std::sort(listed.begin(), listed.end());
+  if (listed != sorted_names) return false;
+  std::vector<std::pair<std::string, std::string>> found;
+  for (size_t i = 0; i < names.size(); ++i)
+    found.emplace_back(pcis[i], names[i]);
+  request.gpus_by_pci = std::move(found);
+  return true;
+}
+
 // Slurm's list of node GPU numbers paired with the visibility tokens, position by position, where
 // both name the same number of GPUs.
 bool by_position(const std::string& indices, const std::vector<std::string>& tokens,
@@ -67,12 +95,21 @@ bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& reques
 WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   WorkerGpus out;
   request.gpus_given = true;
+  if (as_recorded(env, request)) {
+    out.how = "the GPUs gpubind recorded (GPUBIND_GPUS=" + env("GPUBIND_GPUS").value_or("") +
+              ", GPUBIND_GPU_PCI=" + env("GPUBIND_GPU_PCI").value_or("") + ")";
+    return out;
+  }
+  // The first variable that names GPUs; an empty one (a vendor the task has none of, on a node
+  // with GPUs of several) only where none does.
   const char* var = nullptr;
   std::optional<std::string> value;
   for (const char* name : kVisibilityVars) {
-    if ((value = env(name))) {
+    const auto listed = env(name);
+    if (!listed) continue;
+    if (!var || (value->empty() && !listed->empty())) {
       var = name;
-      break;
+      value = listed;
     }
   }
   if (!var) {

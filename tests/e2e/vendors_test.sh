@@ -10,13 +10,14 @@ set -uo pipefail
 build=$(cd "$1" && pwd)
 source "$(dirname "$0")/lib.sh"
 if (($(nproc) < 2)); then echo "needs 2 CPUs for 2 domains: skipped"; exit 77; fi
-uuid_env=$build/lib/gpubind_test_uuid_env.so
-[[ -f "$uuid_env" ]] || { echo "no $uuid_env: skipped"; exit 77; }
 topology=$(mktemp /tmp/gpubind-vendors-XXXXXX.xml)
 python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 --gpu-vendors nvidia,amd ||
   exit 1
 e2e_start_cluster vendors 1 --topology "$topology"
 trap 'e2e_cleanup; rm -f "$topology"' EXIT
+# Built beside gpubind's plugin, against the Slurm the cluster runs.
+uuid_env=$(dirname "$(cat "$dir/etc/plugin")")/gpubind_test_uuid_env.so
+[[ -f "$uuid_env" ]] || { echo "no $uuid_env (built with the plugin): skipped"; exit 77; }
 
 # The node's GPUs by Slurm's index (PCI order): two NVIDIA with UUIDs, then two AMD.
 topo=$("$build/bin/gpubindctl" topology --topology "$topology" --json)

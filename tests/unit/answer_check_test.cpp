@@ -222,6 +222,54 @@ TEST(AnswerCheck, TilesAndMigInstancesAreTheStepsGpus) {
             std::string::npos);
 }
 
+// The daemon's plan for a step, through the wire both ways, as the plugin checks it.
+Status daemon_answer_checks(const Node& node, const StepRequest& step) {
+  auto bytes = protocol::encode_request(step);
+  if (!bytes) return bytes.error();
+  v1::PlanRequest proto;
+  if (!proto.ParseFromString(*bytes)) return make_error("unreadable request");
+  auto request = api::request_from_proto(proto);
+  if (!request) return request.error();
+  auto plan = make_plan(node.topology, node.policy, *request);
+  if (!plan) return plan.error();
+  auto decoded = protocol::decode_plan(api::serialize_plan(*plan, &node.topology, {}));
+  if (!decoded) return decoded.error();
+  return check_answer(step, *decoded, {});
+}
+
+// Tokens the step gave alone (UUIDs, MIG instances) that the planner placed on a GPU.
+TEST(AnswerCheck, PlacedUuidsAndMigInstancesPass) {
+  auto node = load_node({std::nullopt, std::string(GPUBIND_FIXTURES) + "/dgx-h100.xml"});
+  ASSERT_TRUE(node) << node.error().message;
+  for (Gpu& gpu : node->topology.gpus)
+    gpu.uuid = "GPU-0000000" + std::to_string(gpu.index) + "-aaaa-bbbb-cccc-dddddddddddd";
+  StepRequest step;
+  step.ntasks = 2;
+  step.gpus_given = true;
+  step.unplaced_gpus = {node->topology.gpus[5].uuid, node->topology.gpus[2].uuid};
+  auto checked = daemon_answer_checks(*node, step);
+  EXPECT_TRUE(checked) << checked.error().message;
+  node->topology.gpus[3].mig_instances = 2;
+  step.unplaced_gpus = {"MIG-11111111-2222-3333-4444-555555555555",
+                        "MIG-66666666-7777-8888-9999-000000000000"};
+  checked = daemon_answer_checks(*node, step);
+  EXPECT_TRUE(checked) << checked.error().message;
+}
+
+// On a node with GPUs of two vendors each vendor's variable holds its own numbers.
+TEST(AnswerCheck, EachVendorsOwnNumbersPass) {
+  auto node = load_node({std::nullopt, std::string(GPUBIND_FIXTURES) + "/workstation-mixed.xml"});
+  ASSERT_TRUE(node) << node.error().message;
+  for (int ntasks : {1, 2}) {
+    StepRequest step;
+    step.ntasks = ntasks;
+    step.gpus_given = true;
+    step.gpus = {{0, "0"}, {1, "1"}};
+    auto checked = daemon_answer_checks(*node, step);
+    EXPECT_TRUE(checked) << ntasks << " tasks: " << checked.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gpubind::client
 

@@ -255,6 +255,31 @@ TEST(WorkerGpus, WithoutSlurmNumbersAreTheNodesAndUuidsAreTokens) {
   EXPECT_TRUE(empty.request.gpus.empty() && empty.request.unplaced_gpus.empty());
 }
 
+// A task on a node with an NVIDIA and an AMD GPU: each vendor's variable holds its own numbers
+// ("0" both), a vendor the task has none of an empty list.
+TEST(WorkerGpus, OnAMixedNodeEveryRecordedGpuOfEachVendorIsKept) {
+  const Gpus both = gpus_of({{"SLURM_JOB_ID", "7"},
+                             {"SLURM_STEP_GPUS", "0,1"},
+                             {"CUDA_VISIBLE_DEVICES", "0"},
+                             {"ROCR_VISIBLE_DEVICES", "0"},
+                             {"HIP_VISIBLE_DEVICES", "0"},
+                             {"GPUBIND_BOUND", "1"},
+                             {"GPUBIND_GPUS", "0,0"},
+                             {"GPUBIND_GPU_PCI", "0000:01:00.0,0000:0a:00.0"}});
+  EXPECT_EQ(both.request.gpus_by_pci, (PciTokens{{"0000:01:00.0", "0"}, {"0000:0a:00.0", "0"}}));
+  const Gpus amd = gpus_of({{"SLURM_JOB_ID", "7"},
+                            {"SLURM_STEP_GPUS", "0,1"},
+                            {"CUDA_VISIBLE_DEVICES", ""},
+                            {"ROCR_VISIBLE_DEVICES", "0"},
+                            {"GPUBIND_BOUND", "1"},
+                            {"GPUBIND_GPUS", "0"},
+                            {"GPUBIND_GPU_PCI", "0000:0a:00.0"}});
+  EXPECT_EQ(amd.request.gpus_by_pci, (PciTokens{{"0000:0a:00.0", "0"}}));
+  // Without gpubind's record, an emptied vendor's list gives way to one that names GPUs.
+  const Gpus unrecorded = gpus_of({{"CUDA_VISIBLE_DEVICES", ""}, {"ROCR_VISIBLE_DEVICES", "1"}});
+  EXPECT_EQ(unrecorded.request.gpus, (IndexTokens{{1, "1"}}));
+}
+
 TEST(WorkerGpus, ARecordThatNoLongerMatchesIsNotUsed) {
   // The user changed the visibility list after gpubind set it.
   const Gpus g = gpus_of({{"CUDA_VISIBLE_DEVICES", "1"},

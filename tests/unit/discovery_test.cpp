@@ -331,7 +331,8 @@ TEST(LiveMig, AStepOfMigInstancesIsPlacedNearTheirParentGpus) {
   request.ntasks = 2;
   request.unplaced_gpus = {"MIG-0c7f41d2-9a3b-5e6f-8d1c-2b4a6e8f0a11",
                            "MIG-5d2e8b19-47c6-5a0f-b3e1-9c8d7f6a5b22"};
-  request.unplaced_slurm_indices = {1, 4};
+  // Slurm numbers the 6 GPUs without MIG first, then GPU 2's 3 instances (6-8), GPU 5's 2 (9-10).
+  request.unplaced_slurm_indices = {7, 9};
   const auto plan = make_plan(t, SitePolicy{}, request);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_TRUE(plan->warnings.empty()) << plan->warnings.front();

@@ -783,6 +783,28 @@ TEST(PlannerVendors, EachVendorsVariableHoldsItsOwnNumbersAndHidesTheOthers) {
   EXPECT_EQ(env_of(plan_or_fail(t, SitePolicy(), amd_only).tasks[0], "ROCR_VISIBLE_DEVICES"), "0");
 }
 
+// A template for every vendor sees all of a mixed task's GPUs, once.
+TEST(PlannerVendors, TemplatesForEveryVendorSeeAllTheTasksGpus) {
+  SitePolicy policy;
+  policy.gpu_env.push_back({"MY_PCI", "{gpu_pci}", "", false});
+  policy.gpu_env.push_back({"MY_N", "{ngpus}", "", false});
+  const Plan plan = plan_or_fail(fixture("workstation-mixed"), policy, tasks(1));
+  EXPECT_EQ(env_of(plan.tasks[0], "MY_PCI"), "0000:01:00.0,0000:0a:00.0");
+  EXPECT_EQ(env_of(plan.tasks[0], "MY_N"), "2");
+  int count = 0;
+  for (const EnvVar var : plan.tasks[0].env)
+    count += var.name == "MY_PCI";
+  EXPECT_EQ(count, 1);
+}
+
+// HIP is kept off NVIDIA's list only where the plan narrowed ROCm to the task's GPUs.
+TEST(PlannerVendors, HipFollowsOnlyAPlannedRocrList) {
+  SitePolicy policy;
+  policy.gpu_env = {{"CUDA_VISIBLE_DEVICES", "{gpus}", "nvidia", false}};
+  const Plan plan = plan_or_fail(fixture("workstation-mixed"), policy, tasks(2));
+  EXPECT_EQ(env_of(plan.tasks[1], "HIP_VISIBLE_DEVICES"), "<unset>");
+}
+
 TEST(PlannerVendors, SingleVendorNodesKeepSlurmsNumbers) {
   const Topology& t = fixture("lumi-g");
   PlanRequest request = tasks(2);
@@ -874,12 +896,16 @@ TEST(PlannerUuids, MigInstancesArePlacedNearTheirParentGpu) {
     EXPECT_TRUE(plan.tasks[r].cpus.intersects(t.gpus[6].locality.cpus)) << "rank " << r;
     EXPECT_EQ(plan.tasks[r].numa_index, t.numa_os_number(t.gpus[6].locality.numa_index));
   }
-  // MIG on several GPUs: Slurm's indices count instances GPU by GPU (2 on GPU 1, 3 on GPU 6).
+  // MIG on several GPUs: Slurm numbers the 6 GPUs without MIG first (0-5), then the instances
+  // GPU by GPU: 6-7 on GPU 1, 8-10 on GPU 6.
   t.gpus[1].mig_instances = 2;
-  request.unplaced_slurm_indices = {1, 4};
+  request.unplaced_slurm_indices = {7, 8};
   plan = plan_or_fail(t, SitePolicy(), request);
   EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 1);
   EXPECT_EQ(plan.tasks[1].gpus[0].node_index, 6);
+  request.unplaced_slurm_indices = {6, 11};
+  EXPECT_EQ(plan_or_fail(t, SitePolicy(), request).tasks[0].gpus[0].node_index, -1)
+      << "an index past the instances: nothing tells";
   // Without them nothing tells: tokens without locality, as before, said.
   request.unplaced_slurm_indices.clear();
   plan = plan_or_fail(t, SitePolicy(), request);

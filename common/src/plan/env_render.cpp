@@ -371,9 +371,11 @@ class CompiledGroup {
   // `selector` is a vendor or NIC kind name (vendor_name, nic_kind_name: one string each, so
   // tasks of the same kind are told by its address), or "" for templates that apply to every
   // task. Without `naming_gpus`, templates that name GPUs are left out (no-gpu-env).
-  void append(const char* selector, TaskPlaceholders& values, EnvList& env,
-              bool naming_gpus = true) {
-    if (selector != selected_ || naming_gpus != naming_gpus_) select(selector, naming_gpus);
+  // With `own_only`, only the templates whose `when` is `selector` (not those for every task).
+  void append(const char* selector, TaskPlaceholders& values, EnvList& env, bool naming_gpus = true,
+              bool own_only = false) {
+    if (selector != selected_ || naming_gpus != naming_gpus_ || own_only != own_only_)
+      select(selector, naming_gpus, own_only);
     for (int i : chosen_) {
       const EnvTemplate& tmpl = templates_[i];
       env.add_written(tmpl.name, tmpl.only_if_unset, [&](EnvList::ValueWriter& out) {
@@ -404,13 +406,14 @@ class CompiledGroup {
   }
 
   // The templates for `selector`, compiled. Tasks of a step mostly share one selector.
-  void select(const char* selector, bool naming_gpus) {
+  void select(const char* selector, bool naming_gpus, bool own_only) {
     selected_ = selector;
     naming_gpus_ = naming_gpus;
+    own_only_ = own_only;
     chosen_.clear();
     for (size_t i = 0; i < templates_.size(); ++i) {
       const EnvTemplate& tmpl = templates_[i];
-      if (!tmpl.when.empty() && tmpl.when != std::string_view(selector)) continue;
+      if (tmpl.when.empty() ? own_only : tmpl.when != std::string_view(selector)) continue;
       if (!naming_gpus && names_gpus(compile(i))) continue;
       compile(i);
       chosen_.push_back(static_cast<int>(i));
@@ -421,6 +424,7 @@ class CompiledGroup {
   Scratch<std::optional<CompiledTemplate>> compiled_;
   const char* selected_ = nullptr;
   bool naming_gpus_ = true;
+  bool own_only_ = false;
   Scratch<int> chosen_;
 };
 
@@ -449,9 +453,16 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
                     const SmallVector<Vendor, kVendorCount>& node_vendors, CompiledGroup& gpu_env,
                     TaskPlaceholders& values, EnvList& env) {
   const SmallVector<Vendor, kVendorCount> mine = vendors_of(task);
-  for (Vendor vendor : mine) {
-    values.select_vendor(vendor);
-    gpu_env.append(vendor_name(vendor), values, env, request.gpu_env);
+  if (mine.size() == 1) {
+    gpu_env.append(vendor_name(mine[0]), values, env, request.gpu_env);
+  } else {
+    // Each vendor's templates with its own GPUs, then those for every task with all of them.
+    for (Vendor vendor : mine) {
+      values.select_vendor(vendor);
+      gpu_env.append(vendor_name(vendor), values, env, request.gpu_env, true);
+    }
+    values.select_vendor(std::nullopt);
+    gpu_env.append("", values, env, request.gpu_env);
   }
   if (request.gpu_env && node_vendors.size() > 1) {
     auto has = [&](Vendor v) { return std::find(mine.begin(), mine.end(), v) != mine.end(); };
@@ -462,7 +473,8 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
     // user's own HIP_VISIBLE_DEVICES already keeps HIP off it).
     const bool nvidia =
         std::find(node_vendors.begin(), node_vendors.end(), Vendor::kNvidia) != node_vendors.end();
-    if (nvidia && has(Vendor::kAmd) && !env.value_of("HIP_VISIBLE_DEVICES")) {
+    if (nvidia && has(Vendor::kAmd) && env.value_of("ROCR_VISIBLE_DEVICES") &&
+        !env.value_of("HIP_VISIBLE_DEVICES")) {
       values.select_vendor(Vendor::kAmd);
       env.add("HIP_VISIBLE_DEVICES", values.get(Placeholder::kGpuOrdinals), true);
     }

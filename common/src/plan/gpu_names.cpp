@@ -25,10 +25,13 @@ bool is_mig_token(std::string_view token) {
   return starts_with(token, "MIG-");
 }
 
+// A GPU number: at most kMaxTasks (model_limits.h), past any node's GPUs, so tile numbers
+// derived from it cannot overflow.
 std::optional<int> token_number(std::string_view token) {
   int value = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc() || end != token.data() + token.size() || value < 0) return std::nullopt;
+  if (ec != std::errc() || end != token.data() + token.size() || value < 0 || value > kMaxTasks)
+    return std::nullopt;
   return value;
 }
 
@@ -159,8 +162,10 @@ Status Planner::place_tokens() {
 
 // The GPU holding MIG instance `token`: the one its legacy name gives; else the node's only GPU
 // with MIG instances (or only NVIDIA GPU); else, from Slurm's index for the instance, the GPU
-// whose instances that index falls among (Slurm's NVML plugin lists instances GPU by GPU in PCI
-// order). -1 when none of these tells.
+// whose instances that index falls among. Slurm's NVML plugin lists the GPUs without MIG first
+// (gres_gpu.c sorts records without NVLink information, MIG instances, last), then the
+// instances GPU by GPU, in device-file order: the node's order where its minors follow the PCI
+// order. -1 when none of these tells.
 int Planner::mig_parent(const std::string& token, int slurm_index) const {
   if (const std::string_view uuid = legacy_mig_parent_uuid(token); !uuid.empty())
     return gpu_with_uuid(topo_, uuid);
@@ -173,10 +178,7 @@ int Planner::mig_parent(const std::string& token, int slurm_index) const {
   if (nvidia.size() == 1) return nvidia[0];
   if (with_mig.size() == 1) return with_mig[0];
   if (slurm_index < 0 || with_mig.empty()) return -1;
-  stable_sort_unless_sorted(with_mig, [&](int a, int b) {
-    return runtime_order(topo_.gpus[a]) < runtime_order(topo_.gpus[b]);
-  });
-  int first = 0;
+  int first = static_cast<int>(nvidia.size() - with_mig.size());  // the GPUs without MIG
   for (int gpu : with_mig) {
     const int count = topo_.gpus[gpu].mig_instances;
     if (slurm_index < first + count) return gpu;
