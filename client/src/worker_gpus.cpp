@@ -96,8 +96,9 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   WorkerGpus out;
   request.gpus_given = true;
   if (as_recorded(env, request)) {
-    out.how = "the GPUs gpubind recorded (GPUBIND_GPUS=" + env("GPUBIND_GPUS").value_or("") +
-              ", GPUBIND_GPU_PCI=" + env("GPUBIND_GPU_PCI").value_or("") + ")";
+    out.how = "GPUBIND_GPUS=" + env("GPUBIND_GPUS").value_or("") +
+              ", by the bus ids gpubind recorded (GPUBIND_GPU_PCI=" +
+              env("GPUBIND_GPU_PCI").value_or("") + ")";
     return out;
   }
   // The first variable that names GPUs; an empty one (a vendor the task has none of, on a node
