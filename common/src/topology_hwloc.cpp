@@ -45,20 +45,12 @@ hwloc_obj_t ancestor_of_type(hwloc_obj_t obj, hwloc_obj_type_t type) {
   return nullptr;
 }
 
-// True if `name` is `prefix` followed by one or more digits and nothing else.
-bool number_after(std::string_view name, std::string_view prefix) {
-  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return false;
-  for (char c : name.substr(prefix.size())) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
 // "opencl<platform>d<device>", e.g. opencl0d1.
 bool opencl_name(std::string_view name) {
   const size_t d = name.find('d', 6);
   return name.rfind("opencl", 0) == 0 && d != std::string_view::npos &&
-         number_after(name.substr(0, d), "opencl") && number_after(name.substr(d), "d");
+         discovery::number_after_prefix(name.substr(0, d), "opencl") >= 0 &&
+         discovery::number_after_prefix(name.substr(d), "d") >= 0;
 }
 
 // OpenCL lists CPUs and FPGAs too; old dumps may not say which.
@@ -367,15 +359,16 @@ class Loader {
     RuntimeDevices found;
     for (hwloc_obj_t os : osdevs) {
       const std::string_view name = os->name ? os->name : "";
-      if (number_after(name, "rsmi")) {
+      if (discovery::number_after_prefix(name, "rsmi") >= 0) {
         found.rsmis.push_back(os);
-      } else if (number_after(name, "ze")) {
+      } else if (discovery::number_after_prefix(name, "ze") >= 0) {
         found.zes.push_back(os);
       } else if (name.rfind("ze", 0) == 0 && name.find('.') != std::string_view::npos &&
-                 number_after(name.substr(0, name.find('.')), "ze") &&
-                 number_after(name.substr(name.find('.')), ".")) {
+                 discovery::number_after_prefix(name.substr(0, name.find('.')), "ze") >= 0 &&
+                 discovery::number_after_prefix(name.substr(name.find('.')), ".") >= 0) {
         ++found.tiles[std::string(name.substr(0, name.find('.')))];  // zeN.M: a tile of zeN
-      } else if (number_after(name, "cuda") || number_after(name, "nvml")) {
+      } else if (discovery::number_after_prefix(name, "cuda") >= 0 ||
+                 discovery::number_after_prefix(name, "nvml") >= 0) {
         found.nvidias.push_back(os);
       } else if (opencl_name(name) && opencl_gpu(os)) {
         found.opencls.push_back(os);

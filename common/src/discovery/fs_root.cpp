@@ -68,9 +68,9 @@ std::string trimmed(const std::string& text) {
   return text.substr(first, text.find_last_not_of(space) - first + 1);
 }
 
-int number_after_prefix(const std::string& name, const std::string& prefix) {
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
-  const auto value = parse_whole_number(std::string_view(name).substr(prefix.size()), 0, 1 << 20);
+int number_after_prefix(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return -1;
+  const auto value = parse_whole_number(name.substr(prefix.size()), 0, 1 << 20);
   return value ? static_cast<int>(*value) : -1;
 }
 

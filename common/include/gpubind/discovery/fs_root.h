@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpubind::discovery {
@@ -27,6 +28,6 @@ std::string trimmed(const std::string& text);
 
 // The number after `prefix` in `name` ("gt1" after "gt" is 1), or -1 when `name` is not `prefix`
 // followed by digits only.
-int number_after_prefix(const std::string& name, const std::string& prefix);
+int number_after_prefix(std::string_view name, std::string_view prefix);
 
 }  // namespace gpubind::discovery
