@@ -8,6 +8,11 @@
 
 #include "plugin_state.h"
 
+extern "C" {
+#include <slurm/slurm_errno.h>
+#include <slurm/slurm_version.h>
+}
+
 #define GPUBIND_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
@@ -18,6 +23,17 @@ extern GPUBIND_EXPORT const char plugin_type[];
 extern GPUBIND_EXPORT const unsigned int plugin_version;
 SPANK_PLUGIN(gpubind, 1)
 }
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+extern "C" {
+// Slurm 25.05 and later: what a failed slurm_spank_init in slurmstepd does. The plugin's init never
+// fails there on the site's configuration (a bad plugstack argument is logged and the steps keep
+// Slurm's binding), only when the node itself cannot run it (out of memory): a fault of the node,
+// which Slurm's default answer, draining it, fits. Said here so that the choice is the plugin's.
+extern GPUBIND_EXPORT int slurm_spank_init_failure_mode;
+GPUBIND_EXPORT int slurm_spank_init_failure_mode = ESPANK_NODE_FAILURE;
+}
+#endif
 
 namespace gpubind::spank {
 namespace {
@@ -96,17 +112,25 @@ extern "C" {
 
 GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("init", -1, [&] {
+    const spank_context_t context = spank_context();
+    // In slurmstepd the site's mistakes never fail a job or drain a node: they go to slurmd's
+    // log, and a step that asks for binding is told it keeps Slurm's. srun, sbatch and salloc
+    // stop with the message (under `required`) before anything is submitted.
+    const bool in_step = context == S_CTX_REMOTE;
     auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
       slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
-      return -1;
+      if (!in_step) return -1;
+      state().site_error = "plugstack.conf on this node: " + site.error().message;
+    } else {
+      state().site = *site;
     }
-    state().site = *site;
-    const spank_context_t context = spank_context();
-    if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR || context == S_CTX_REMOTE) {
+    if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR || in_step) {
       if (spank_option_register(sp, bind_option()) != ESPANK_SUCCESS) {
         slurm_error("gpubind: cannot register --%s", kOptionName);
-        return -1;
+        if (!in_step) return -1;
+        if (state().site_error.empty())
+          state().site_error = std::string("cannot register --") + kOptionName + " on this node";
       }
     }
     return 0;

@@ -28,10 +28,15 @@ inline constexpr const char* kUserEnv = "SLURM_GPU_BIND_AUTO";
 
 struct PluginState {
   SiteArgs site;
+  // slurmstepd: why the site's plugstack line cannot be used here (logged at init); steps that
+  // ask for binding are told and keep Slurm's.
+  std::string site_error;
   bool option_given = false;
   std::string option_value;
   // slurmstepd: set by user_init, used by every task_init.
-  bool bind = false;  // this step asked for binding
+  bool bind = false;     // this step is to be bound
+  bool asked = false;    // the user asked (option, job option, SLURM_GPU_BIND_AUTO), not the site
+  std::string gpu_note;  // said under verbose: why the step's GPU variables were not read
   UserFlags flags;
   bool planned = false;  // plan holds the step's plan
   StepPlan plan;

@@ -31,6 +31,7 @@ using client::KeptBinding;
 using client::OnError;
 using client::StepRequest;
 using client::TaskBinding;
+using client::TaskEnv;
 
 constexpr const char* kStepdLibName = "libgpubind_stepd.so";
 
@@ -90,17 +91,22 @@ std::optional<int> own_het_component(spank_t sp) {
 // --gpu-bind-auto on srun (on this component's part of its command line in a heterogeneous
 // step), then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO, then the site
 // default. nullopt: the step did not ask for binding.
-std::optional<std::string> requested_flags(spank_t sp) {
+struct RequestedFlags {
+  std::string text;
+  bool asked = false;  // by the user; false: the site's default
+};
+std::optional<RequestedFlags> requested_flags(spank_t sp) {
   if (const auto component = own_het_component(sp)) {
     // Slurm gives every component the option's last value: only this component's own counts.
-    if (auto own = job_env(sp, client::het_flags_var(*component))) return own;
+    if (auto own = job_env(sp, client::het_flags_var(*component)))
+      return RequestedFlags{*own, true};
   } else if (char* optarg = nullptr;
              spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
-    return std::string(optarg ? optarg : "");
+    return RequestedFlags{optarg ? optarg : "", true};
   }
-  if (auto from_job = job_env(sp, kOptionEnv)) return from_job;
-  if (auto from_user = job_env(sp, kUserEnv)) return from_user;
-  if (state().site.default_on) return std::string();
+  if (auto from_job = job_env(sp, kOptionEnv)) return RequestedFlags{*from_job, true};
+  if (auto from_user = job_env(sp, kUserEnv)) return RequestedFlags{*from_user, true};
+  if (state().site.default_on) return RequestedFlags{"", false};
   return std::nullopt;
 }
 
@@ -134,6 +140,7 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
     shape.allowed_cores = cores;
   client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
   if (!built.warning.empty()) state().plan.warnings.push_back(built.warning);
+  state().gpu_note = std::move(built.gpu_source);
   return std::move(built.request);
 }
 
@@ -182,6 +189,11 @@ ExplicitBinding explicit_binding_of(spank_t sp) {
       if (value.rfind(prefix, 0) == 0) value.erase(0, std::string(prefix).size());
     user.cpu = value;
   }
+  const auto mem_type = job_env(sp, "SLURM_MEM_BIND_TYPE");
+  if (user.mem.empty() && mem_type && client::mem_bind_type_is_explicit(*mem_type)) {
+    // "map_mem:" with its list in SLURM_MEM_BIND_LIST; "local" and "rank" stand alone.
+    user.mem = *mem_type + job_env(sp, "SLURM_MEM_BIND_LIST").value_or("");
+  }
   return user;
 }
 
@@ -224,10 +236,15 @@ int slurmstepd_user_init(spank_t sp) {
   if (spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS || is_special_step(step_id)) {
     return 0;
   }
-  const auto flags_text = requested_flags(sp);
-  if (!flags_text) return 0;
+  const auto requested = requested_flags(sp);
+  if (!requested) return 0;
   s.bind = true;
-  auto flags = client::parse_user_flags(*flags_text);
+  s.asked = requested->asked;
+  if (!s.site_error.empty()) {
+    s.failure = s.site_error;
+    return 0;
+  }
+  auto flags = client::parse_user_flags(requested->text);
   if (!flags) {
     s.failure = "--" + std::string(kOptionName) + ": " + flags.error().message;
     return 0;
@@ -240,8 +257,9 @@ int slurmstepd_user_init(spank_t sp) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   s.host = host;
-  const std::vector<std::string> early_warnings = s.plan.warnings;
   const Result<StepRequest> request = build_request(sp, s.flags);
+  // What reading the step said (build_request's warnings), ahead of the plan's own.
+  const std::vector<std::string> early_warnings = s.plan.warnings;
   if (!request) {
     s.failure = request.error().message;
     slurm_info("gpubind: step %u: no plan: %s", step_id, s.failure.c_str());
@@ -265,12 +283,41 @@ int slurmstepd_user_init(spank_t sp) {
   return 0;
 }
 
+namespace {
+
+// A value the outer task's binding set and the new step still holds may be the user's own again
+// (the environment cannot tell): it is kept. Said where this step's plan would have set another.
+void say_kept_inherited(int local_id, const std::vector<client::InheritedVar>& inherited,
+                        const TaskBinding& task) {
+  for (const client::InheritedVar& held : inherited) {
+    for (const TaskEnv& var : task.env) {
+      if (var.name != held.name || !var.only_if_unset || var.value == held.value) continue;
+      say_once(local_id, held.name + "=" + held.value +
+                             " is kept from the step's environment (set by gpubind in the outer "
+                             "task, or by you again); this step's binding would give " +
+                             var.value + ": unset it before srun to get that");
+    }
+  }
+}
+
+// Says (on the task's stderr) the binding applied, or planned under dry-run.
+void say_binding(const PluginState& s, unsigned global_id, const TaskBinding& task,
+                 const std::string& notes) {
+  const std::string line = client::describe_binding(s.host, global_id, task, s.plan.source) +
+                           notes + (s.flags.dry_run ? " (dry run: not applied)" : "");
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
 int slurmstepd_task_init(spank_t sp) {
   const PluginState& s = state();
   const ExplicitBinding user = explicit_binding_of(sp);  // read before anything is cleared
   SpankTaskEnvironment task_env(sp);
-  // What an outer task's binding left (a step started inside a bound task), bound or not.
-  client::clear_stale_binding(task_env);
+  // What an outer task's binding left (a step started inside a bound task), bound or not: its
+  // GPUBIND_* information goes; the values it set stay, as the user may have exported them again.
+  const std::vector<client::InheritedVar> inherited = client::inherited_values(task_env.lookup());
+  client::clear_binding_info(task_env);
   if (!s.bind) return 0;
   int local_id = -1;
   uint32_t global_id = 0;
@@ -282,8 +329,10 @@ int slurmstepd_task_init(spank_t sp) {
     if (const auto rank = parse_whole_number(*procid, 0, UINT32_MAX))
       global_id = static_cast<uint32_t>(*rank);
   }
+  // A site's default never fails a job: only a step whose user asked for binding fails.
+  const bool fail_task = s.site.on_error == OnError::kFail && s.asked;
   if (!s.planned) {
-    if (s.site.on_error == OnError::kFail) {
+    if (fail_task) {
       slurm_error("gpubind: cannot bind task %u: %s", global_id, s.failure.c_str());
       return -1;
     }
@@ -294,7 +343,7 @@ int slurmstepd_task_init(spank_t sp) {
     // Never every task as local task 0: without its own entry a task keeps Slurm's binding.
     const std::string why = local_id < 0 ? "Slurm did not give the task's local id"
                                          : "no plan for local task " + std::to_string(local_id);
-    if (s.site.on_error == OnError::kFail) {
+    if (fail_task) {
       slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
       return -1;
     }
@@ -316,8 +365,10 @@ int slurmstepd_task_init(spank_t sp) {
                            " given: tasks keep the GPUs Slurm chose; gpubind binds their cores "
                            "and NICs next to them");
   }
-  // So does the user's explicit --cpu-bind or --gpu-bind=none, unless the site forces gpubind's.
+  // So does the user's explicit --cpu-bind, --mem-bind or --gpu-bind=none, unless the site forces
+  // gpubind's.
   const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;
+  const bool slurm_memory = !user.mem.empty() && !s.site.override_explicit;
   const bool slurm_gpu_vars = user.gpu == "none" && !s.site.override_explicit;
   if (slurm_cpus) {
     task = client::with_slurm_cpus(task, current_affinity().to_list());
@@ -325,29 +376,40 @@ int slurmstepd_task_init(spank_t sp) {
                            " given: tasks keep Slurm's CPU binding; gpubind sets their GPU and "
                            "NIC variables");
   }
+  if (slurm_memory) {
+    say_once(local_id, "--mem-bind=" + user.mem +
+                           " given: tasks keep Slurm's memory binding; gpubind binds their CPUs "
+                           "and sets their GPU and NIC variables");
+  }
   if (slurm_gpu_vars) {
     task = client::without_gpu_visibility(task);
     say_once(local_id, "--gpu-bind=none given: the GPU visibility variables stay Slurm's");
   }
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
+  say_kept_inherited(local_id, inherited, task);
   slurm_debug("%s", client::describe_binding(s.host, global_id, task, s.plan.source).c_str());
-  if (s.flags.verbose || s.flags.dry_run) {
-    const std::string line = client::describe_binding(s.host, global_id, task, s.plan.source) +
-                             (kept ? " (GPUs chosen by Slurm)" : "") +
-                             (slurm_cpus ? " (CPUs bound by Slurm)" : "") +
-                             (s.flags.dry_run ? " (dry run: not applied)" : "");
-    std::fprintf(stderr, "%s\n", line.c_str());
+  // Slurm's --cpu-bind=verbose printed the mask it set: the task is told what replaced it.
+  const bool slurm_said_mask = job_env(sp, "SLURM_CPU_BIND_VERBOSE") == "verbose" && !slurm_cpus;
+  if (s.flags.verbose || s.flags.dry_run || slurm_said_mask) {
+    if (s.flags.verbose && !s.gpu_note.empty()) say_once(local_id, s.gpu_note);
+    say_binding(
+        s, global_id, task,
+        std::string(kept ? " (GPUs chosen by Slurm)" : "") +
+            (slurm_cpus ? " (CPUs bound by Slurm)" : "") +
+            (slurm_memory ? " (memory bound by Slurm)" : "") +
+            (slurm_said_mask && !s.flags.dry_run ? " (replaces the CPU mask Slurm set)" : ""));
   }
   if (s.flags.dry_run) return 0;
 
   const Status bound = client::apply_binding(
       task, task_env,
       {.bind_cpus = !slurm_cpus,
+       .prefer_memory = !slurm_memory,
        .align_other_visibility = !s.flags.no_gpu_env && !kept && !slurm_gpu_vars});
   if (!bound) {
     const std::string why = bound.error().message;
-    if (s.site.on_error == OnError::kFail) {
+    if (fail_task) {
       slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
       return -1;
     }

@@ -27,6 +27,11 @@ void clear_stale_binding(TaskEnvironment& env) {
     env.unset(name);
 }
 
+void clear_binding_info(TaskEnvironment& env) {
+  for (const std::string& name : binding_info_vars(env.lookup()))
+    env.unset(name);
+}
+
 Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyOptions& options) {
   if (options.bind_cpus) {
     auto cpus = CpuSet::parse_list(task.cpus);
@@ -34,7 +39,7 @@ Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyO
     if (auto bound = set_affinity(*cpus); !bound)
       return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
   }
-  prefer_numa_node(task.numa_index);
+  if (options.prefer_memory) prefer_numa_node(task.numa_index);
   if (options.clear_stale) clear_stale_binding(env);
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {

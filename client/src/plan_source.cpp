@@ -52,13 +52,21 @@ Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
   auto answer = ask_daemon(request, *encoded, site);
   if (answer) return answer;
   const Error& failed = answer.error();
-  if (failed.untrusted || failed.node_mismatch) report(failed.message);
-  if (site.on_error != OnError::kFallback || failed.invalid_input) return failed;
+  if (failed.untrusted) report(failed.message);
+  if (site.on_error != OnError::kFallback || failed.invalid_input) {
+    if (failed.node_mismatch) report(failed.message);
+    return failed;
+  }
   auto local = plan_in_process(request, *encoded, site, fallback);
   if (!local) {
+    // The live node refuses the step too: it names what the node lacks, and the daemon's view is
+    // not stale. Said once, in the live node's words.
+    if (failed.node_mismatch) return local.error();
     return make_error(failed.message +
                       "; in-process planning failed too: " + local.error().message);
   }
+  // The live node has what the daemon's view lacks: that view is stale.
+  if (failed.node_mismatch) report(failed.message);
   local->warnings.insert(local->warnings.begin(), failed.message + "; planned in-process instead");
   return local;
 }

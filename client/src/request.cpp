@@ -40,9 +40,25 @@ StepRequest make_request(const StepShape& shape, const UserFlags& flags, const E
 BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const UserFlags& flags,
                                 const SiteArgs& site) {
   shape.threads_per_core = count_from_env(env, "SLURM_THREADS_PER_CORE");
-  BuiltRequest built{make_request(shape, flags, env), "the step's Slurm variables", ""};
+  BuiltRequest built{make_request(shape, flags, env), "", ""};
   StepRequest& request = built.request;
-  StepGpus gpus = step_gpus_from_env(env);
+  // The step's GPUs are the ones Slurm lists for it. A visibility variable without Slurm's list
+  // is the user's own (a node whose GPUs Slurm does not manage, or a step given none): it is
+  // neither read as the step's GPUs nor changed.
+  const bool slurm_listed = env("SLURM_STEP_GPUS").has_value();
+  StepGpus gpus = slurm_listed ? step_gpus_from_env(env) : StepGpus{};
+  if (!slurm_listed) {
+    for (const char* var : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+                            "GPU_DEVICE_ORDINAL", "HIP_VISIBLE_DEVICES"}) {
+      if (const auto value = env(var)) {
+        built.gpu_source = std::string(var) + "=" + value->substr(0, 64) +
+                           (value->size() > 64 ? "..." : "") +
+                           " is the user's own (Slurm gave the step no GPU list): left as it is, "
+                           "and the tasks are bound without GPUs";
+        break;
+      }
+    }
+  }
   request.gpus_given = !(site.gpus_without_gres_node && slurm_says_nothing_about_gpus(env));
   request.gpus = std::move(gpus.gpus);
   request.unplaced_gpus = std::move(gpus.unplaced);

@@ -33,8 +33,9 @@ ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_option
   ExplicitBinding found;
   for (size_t i = 0; i < launcher_options.size(); ++i) {
     const std::string& arg = launcher_options[i];
-    for (const auto& [name, target] :
-         {std::pair<const char*, std::string*>{"cpu", &found.cpu}, {"gpu", &found.gpu}}) {
+    for (const auto& [name, target] : {std::pair<const char*, std::string*>{"cpu", &found.cpu},
+                                       {"gpu", &found.gpu},
+                                       {"mem", &found.mem}}) {
       for (const std::string& spelling :
            {std::string("--") + name + "-bind", std::string("--") + name + "_bind"}) {
         if (arg == spelling && i + 1 < launcher_options.size())
@@ -44,6 +45,7 @@ ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_option
       }
     }
   }
+  if (found.mem == "none") found.mem.clear();  // Slurm leaves memory alone: nothing to keep
   return found;
 }
 
@@ -51,6 +53,7 @@ std::string encode_explicit(const ExplicitBinding& binding) {
   std::string text;
   if (!binding.cpu.empty()) text += "cpu-bind=" + binding.cpu;
   if (!binding.gpu.empty()) text += (text.empty() ? "" : ";") + ("gpu-bind=" + binding.gpu);
+  if (!binding.mem.empty()) text += (text.empty() ? "" : ";") + ("mem-bind=" + binding.mem);
   return text;
 }
 
@@ -62,6 +65,7 @@ ExplicitBinding decode_explicit(const std::string& text) {
     const std::string part = text.substr(start, end - start);
     if (part.rfind("cpu-bind=", 0) == 0) binding.cpu = part.substr(9);
     if (part.rfind("gpu-bind=", 0) == 0) binding.gpu = part.substr(9);
+    if (part.rfind("mem-bind=", 0) == 0) binding.mem = part.substr(9);
     start = end + 1;
   }
   return binding;
@@ -70,6 +74,11 @@ ExplicitBinding decode_explicit(const std::string& text) {
 bool cpu_bind_type_is_explicit(const std::string& type) {
   return type == "none" || type == "rank" || type.rfind("map_cpu:", 0) == 0 ||
          type.rfind("map_ldom:", 0) == 0 || type.rfind("mask_ldom:", 0) == 0;
+}
+
+bool mem_bind_type_is_explicit(const std::string& type) {
+  return type == "local" || type == "rank" || type.rfind("map_mem:", 0) == 0 ||
+         type.rfind("mask_mem:", 0) == 0;
 }
 
 std::vector<LauncherComponent> launcher_components(const std::vector<std::string>& args,

@@ -171,14 +171,10 @@ std::string record_of_set_vars(const std::vector<std::pair<std::string, std::str
   return record;
 }
 
-std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
-  std::vector<std::string> stale;
-  for (const char* name : kBindingInfoVars) {
-    if (env(name)) stale.push_back(name);
-  }
+std::vector<InheritedVar> inherited_values(const EnvLookup& env) {
+  std::vector<InheritedVar> held;
   const std::optional<std::string> record = env(kSetRecordVar);
-  if (!record) return stale;
-  stale.push_back(kSetRecordVar);
+  if (!record) return held;
   size_t begin = 0;
   while (begin < record->size()) {
     size_t end = record->find(',', begin);
@@ -189,8 +185,24 @@ std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
     if (colon == std::string::npos || colon == 0) continue;
     const std::string name = entry.substr(0, colon);
     const std::optional<std::string> value = env(name);
-    if (value && fingerprint(*value) == entry.substr(colon + 1)) stale.push_back(name);
+    if (value && fingerprint(*value) == entry.substr(colon + 1)) held.push_back({name, *value});
   }
+  return held;
+}
+
+std::vector<std::string> binding_info_vars(const EnvLookup& env) {
+  std::vector<std::string> info;
+  for (const char* name : kBindingInfoVars) {
+    if (env(name)) info.push_back(name);
+  }
+  if (env(kSetRecordVar)) info.push_back(kSetRecordVar);
+  return info;
+}
+
+std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
+  std::vector<std::string> stale = binding_info_vars(env);
+  for (const InheritedVar& var : inherited_values(env))
+    stale.push_back(var.name);
   return stale;
 }
 

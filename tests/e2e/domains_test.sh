@@ -26,9 +26,9 @@ cpus=$(field GPUBIND_CPUS "$(grep '^{' <<<"$out")")
 sbatch -N1 -n1 -c $(($(nproc) / 2)) -o /dev/null --wrap "sleep 60" >/dev/null
 for _ in $(seq 100); do [[ "$(squeue -h -t R | wc -l)" -ge 1 ]] && break; sleep 0.1; done
 out=$(timeout 60 srun -N1 -n1 --gpus=1 --gpu-bind-auto=verbose "$check" --json 2>&1)
-[[ $(grep -c "has no CPU in their GPU's domain" <<<"$out") -eq 1 &&
+[[ $(grep -c "1 of 1 task has no CPU in its GPU's domain (local task 0: " <<<"$out") -eq 1 &&
   "$out" == *"GPU 0 (0000:40:00.0, L3 0)"* ]] &&
-  ok "a task far from its GPU: one warning, and the GPU's domain in the verbose line" ||
+  ok "a task far from its GPU: one warning naming it as the node's local task, and the GPU's domain in the verbose line" ||
   bad "far from the GPU" "$out"
 scancel --quiet --user="$(id -un)"
 for _ in $(seq 100); do [[ "$(squeue -h | wc -l)" -eq 0 ]] && break; sleep 0.1; done

@@ -302,12 +302,27 @@ TEST(ExplicitBinding, SrunsOwnCpuAndGpuBindOptions) {
   EXPECT_FALSE(explicit_binding({"-n1", "--gpu-bind-auto=verbose"}).any()) << "not gpubind's own";
 }
 
+TEST(ExplicitBinding, AMemoryBindingOtherThanNoneIsTheUsers) {
+  EXPECT_EQ(explicit_binding({"--mem-bind=map_mem:0,0"}).mem, "map_mem:0,0");
+  EXPECT_EQ(explicit_binding({"--mem_bind", "verbose,local"}).mem, "local");
+  EXPECT_FALSE(explicit_binding({"--mem-bind=none"}).any()) << "Slurm leaves memory alone";
+  EXPECT_FALSE(explicit_binding({"--mem-bind=verbose,none"}).any());
+  EXPECT_FALSE(explicit_binding({"--mem-bind=v"}).any());
+  EXPECT_TRUE(mem_bind_type_is_explicit("map_mem:"));
+  EXPECT_TRUE(mem_bind_type_is_explicit("mask_mem:"));
+  EXPECT_TRUE(mem_bind_type_is_explicit("local"));
+  EXPECT_TRUE(mem_bind_type_is_explicit("rank"));
+  EXPECT_FALSE(mem_bind_type_is_explicit("none"));
+  EXPECT_FALSE(mem_bind_type_is_explicit(""));
+}
+
 TEST(ExplicitBinding, RoundTripsThroughTheStepVariable) {
-  ExplicitBinding given{"map_cpu:1,0", "none"};
-  EXPECT_EQ(encode_explicit(given), "cpu-bind=map_cpu:1,0;gpu-bind=none");
+  ExplicitBinding given{"map_cpu:1,0", "none", "map_mem:0,1"};
+  EXPECT_EQ(encode_explicit(given), "cpu-bind=map_cpu:1,0;gpu-bind=none;mem-bind=map_mem:0,1");
   const ExplicitBinding back = decode_explicit(encode_explicit(given));
   EXPECT_EQ(back.cpu, given.cpu);
   EXPECT_EQ(back.gpu, given.gpu);
+  EXPECT_EQ(back.mem, given.mem);
   EXPECT_EQ(decode_explicit("gpu-bind=closest").cpu, "");
   EXPECT_FALSE(decode_explicit("").any());
 }

@@ -1183,8 +1183,9 @@ TEST(PlannerWarnings, TasksWithNoCpuNearTheirGpuAreNamedOnce) {
   const Plan plan = plan_or_fail(t, lumi_policy(), request);
   ASSERT_EQ(plan.warnings.size(), 1u);
   EXPECT_EQ(plan.warnings[0],
-            "2 of 2 tasks have no CPU in their GPU's domain (rank 0: GPU 0000:c1:00.0 on L3 6, "
-            "rank 1: GPU 0000:c6:00.0 on L3 7): the step's CPUs there are too few or none");
+            "2 of 2 tasks have no CPU in their GPUs' domains (local task 0: GPU 0000:c1:00.0 on "
+            "L3 6, local task 1: GPU 0000:c6:00.0 on L3 7): the step's CPUs there are too few or "
+            "none");
   request.allowed_cpus = *CpuSet::parse_list("0-63");
   EXPECT_TRUE(plan_or_fail(t, lumi_policy(), request).warnings.empty());
 }

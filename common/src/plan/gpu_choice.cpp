@@ -202,13 +202,15 @@ void Planner::warn_tasks_far_from_gpus() {
   for (size_t i = 0; i < far.size() && i < 3; ++i) {
     const TaskPlan& task = plan_.tasks[far[i]];
     const Gpu& gpu = topo_.gpus[task.gpus[0].node_index];
-    which += std::string(which.empty() ? "" : ", ") + "rank " + std::to_string(task.rank) +
+    // The plan's index counts the node's tasks: only the launcher knows their ranks.
+    which += std::string(which.empty() ? "" : ", ") + "local task " + std::to_string(task.rank) +
              ": GPU " + gpu.pci_bus_id + " on " + describe_locality(gpu.locality);
   }
   if (far.size() > 3) which += ", ...";
   warn(std::to_string(far.size()) + " of " + counted(ntasks_, "task") +
-       (far.size() == 1 ? " has" : " have") + " no CPU in their GPU's domain (" + which +
-       "): the step's CPUs there are too few or none");
+       (far.size() == 1 ? " has no CPU in its GPU's domain ("
+                        : " have no CPU in their GPUs' domains (") +
+       which + "): the step's CPUs there are too few or none");
 }
 
 // Once per step: tasks that share a whole GPU (not tiles of it). NCCL before 2.30 and RCCL stop

@@ -37,17 +37,23 @@ class ProcessEnvironment final : public TaskEnvironment {
 struct ApplyOptions {
   // False where the task's CPU binding stays Slurm's (the user's explicit --cpu-bind).
   bool bind_cpus = true;
+  // False where the task's memory policy stays Slurm's (the user's explicit --mem-bind).
+  bool prefer_memory = true;
   // Also point the GPU visibility variables the plan does not set (HIP's after ROCm's, ...) at
   // the task's GPUs; false where GPU variables are left alone or stay Slurm's.
   bool align_other_visibility = true;
-  // Clear what an outer binding left (clear_stale_binding) once the CPUs are set; the plugin
-  // clears it for every task, bound or not, before it gets here.
+  // Clear what an outer binding left (clear_stale_binding) once the CPUs are set: a launcher's
+  // workers under gpubind-run, where nobody exports anything in between. The plugin clears only
+  // the GPUBIND_* information, for every task, bound or not, before it gets here.
   bool clear_stale = false;
 };
 
-// Clears what an outer binding left in `env` (a step started inside a bound task): the GPUBIND_*
-// information, and every variable gpubind set there that still holds gpubind's value.
+// Clears what an outer binding left in `env`: the GPUBIND_* information, and every variable
+// gpubind set there that still holds gpubind's value.
 void clear_stale_binding(TaskEnvironment& env);
+// Clears only the GPUBIND_* information and the record: a step started from a shell inside a
+// bound task, where a value gpubind set may have been exported again by the user.
+void clear_binding_info(TaskEnvironment& env);
 
 // Binds the calling process (the task) to `task`'s CPUs, prefers its NUMA node for memory, and
 // sets its variables (those marked only_if_unset only where unset) with the record of what was

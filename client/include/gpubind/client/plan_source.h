@@ -36,7 +36,8 @@ Result<StepPlan> plan_in_process(const StepRequest& request, const std::string& 
 // stale) and on_error=fallback, the in-process plan, its first warning saying why. Under skip and
 // fail, a daemon that went away is asked again within timeout_ms (when_daemon_gone). A request the
 // daemon refuses on its merits is not retried: it would be refused in-process too. `report` gets
-// what an administrator must see (an untrusted server or answer, a stale daemon topology).
+// what an administrator must see (an untrusted server or answer, a stale daemon topology: one the
+// step does not fit while the live node does). A step that fits neither gets one message.
 Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
                            const InProcess& fallback,
                            const std::function<void(const std::string&)>& report);

@@ -9,14 +9,16 @@
 
 namespace gpubind::client {
 
-// The binding a user asked Slurm for explicitly: srun's own --cpu-bind/--gpu-bind values, less
-// the words that only set verbosity ("verbose", "quiet"); empty where not asked.
+// The binding a user asked Slurm for explicitly: srun's own --cpu-bind/--gpu-bind/--mem-bind
+// values, less the words that only set verbosity ("verbose", "quiet"); empty where not asked.
+// A --mem-bind of "none" asks for nothing and is empty too.
 struct ExplicitBinding {
-  std::string cpu, gpu;
-  bool any() const { return !cpu.empty() || !gpu.empty(); }
+  std::string cpu, gpu, mem;
+  bool any() const { return !cpu.empty() || !gpu.empty() || !mem.empty(); }
 };
 // From srun's options (its arguments before the command): "--cpu-bind=X", "--cpu-bind X" and the
-// old "--cpu_bind" spelling; the last one given counts, as in srun.
+// old "--cpu_bind" spelling (the same for --gpu-bind and --mem-bind); the last one given counts,
+// as in srun.
 ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_options);
 // One component of srun's command line (components are separated by ':' tokens): its
 // --gpu-bind-auto flags (nullopt: not given there; "" for the bare option) and explicit binding.
@@ -32,7 +34,7 @@ std::vector<LauncherComponent> launcher_components(const std::vector<std::string
                                                    int first_command_argc);
 
 // srun passes it to the step in this variable (a SLURM_ name, so that --export=NONE keeps it) as
-// "cpu-bind=X;gpu-bind=Y".
+// "cpu-bind=X;gpu-bind=Y;mem-bind=Z".
 inline constexpr const char* kExplicitEnv = "SLURM_GPUBIND_USER_BIND";
 // A heterogeneous step: kHetEnv holds the number of components, and component K's flags and
 // explicit binding are in kHetFlagsEnv + K and kExplicitEnv + "_" + K (unset: not given there).
@@ -49,5 +51,8 @@ ExplicitBinding decode_explicit(const std::string& text);
 // "mask_ldom:" come only from a user (srun or the SLURM_CPU_BIND it reads); Slurm's own default
 // binding and --cpu-bind=cores|threads|sockets reach the task as "mask_cpu:".
 bool cpu_bind_type_is_explicit(const std::string& slurm_cpu_bind_type);
+// Slurm's SLURM_MEM_BIND_TYPE as a task sees it: "local", "rank", "map_mem:" and "mask_mem:" bind
+// memory as the user asked ("none" and an unset type leave it alone).
+bool mem_bind_type_is_explicit(const std::string& slurm_mem_bind_type);
 
 }  // namespace gpubind::client

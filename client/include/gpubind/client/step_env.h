@@ -70,14 +70,21 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
 // Whether Slurm sets `name` for each step with GPUs (and removes it for a step without).
 bool is_gpu_visibility_var(const std::string& name);
 
-// Nested steps (srun inside a bound task) inherit what gpubind set in the outer task. The task
-// keeps in kSetRecordVar, as "NAME:hash,...", the variables gpubind set in it (not GPU
-// visibility, which Slurm sets per step, nor the GPUBIND_* information); a new step clears them
-// while they still hold gpubind's value, so a user's own later setting survives.
+// Nested steps (srun inside a bound task, a launcher's workers under gpubind-run) inherit what
+// gpubind set in the outer task. The task keeps in kSetRecordVar, as "NAME:hash,...", the
+// variables gpubind set in it (not GPU visibility, which Slurm sets per step, nor the GPUBIND_*
+// information).
 inline constexpr const char* kSetRecordVar = "GPUBIND_SET";
 std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set);
-// The variables to clear from a task of a new step: the GPUBIND_* information, the record, and
-// each recorded variable still holding the recorded value.
+// The recorded variables still holding the value gpubind gave them. An environment cannot tell
+// such a value from the same value a user exported again.
+struct InheritedVar {
+  std::string name, value;
+};
+std::vector<InheritedVar> inherited_values(const EnvLookup& env);
+// The GPUBIND_* information and the record: what describes the outer binding, never the user's.
+std::vector<std::string> binding_info_vars(const EnvLookup& env);
+// binding_info_vars and the names of inherited_values: everything the outer binding left.
 std::vector<std::string> stale_binding_vars(const EnvLookup& env);
 
 // A task whose CPU binding stays Slurm's (the user's explicit --cpu-bind): `slurm_cpus` as its
