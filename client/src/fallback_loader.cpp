@@ -26,7 +26,11 @@ Result<StepPlan> plan_with_stepd_lib(const std::string& lib_path, const std::str
   api.free(answer);
   // The library stays loaded: unloading hwloc and protobuf buys nothing in a process that
   // ends with the step (or execs the worker's program).
-  if (rc != 0) return make_error(reply);
+  if (rc != 0) {
+    Error refused = make_error(reply);
+    refused.invalid_input = true;  // the live node's planner refused the step itself
+    return refused;
+  }
   return protocol::decode_plan(reply);
 }
 

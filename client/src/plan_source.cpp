@@ -58,15 +58,14 @@ Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
     return failed;
   }
   auto local = plan_in_process(request, *encoded, site, fallback);
+  // The live node's planner refusing the step too: it names what the node lacks, and the daemon's
+  // view is not stale. Said once, in the live node's words.
+  if (!local && failed.node_mismatch && local.error().invalid_input) return local.error();
+  if (failed.node_mismatch) report(failed.message);
   if (!local) {
-    // The live node refuses the step too: it names what the node lacks, and the daemon's view is
-    // not stale. Said once, in the live node's words.
-    if (failed.node_mismatch) return local.error();
     return make_error(failed.message +
                       "; in-process planning failed too: " + local.error().message);
   }
-  // The live node has what the daemon's view lacks: that view is stale.
-  if (failed.node_mismatch) report(failed.message);
   local->warnings.insert(local->warnings.begin(), failed.message + "; planned in-process instead");
   return local;
 }
