@@ -164,10 +164,8 @@ void say_once(int local_id, const std::string& message) {
 
 // The task's own GPU visibility value as Slurm set it (the first of the variables it sets).
 std::string slurm_visibility(const EnvLookup& env) {
-  for (const char* var :
-       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
-    if (auto value = env(var)) return *value;
-  return "";
+  const auto visibility = client::slurm_visibility_var(env);
+  return visibility ? visibility->value : "";
 }
 
 // The user's explicit --cpu-bind/--gpu-bind for this step: what srun passed down, else a CPU
@@ -287,9 +285,9 @@ namespace {
 
 // A value the outer task's binding set and the new step still holds may be the user's own again
 // (the environment cannot tell): it is kept. Said where this step's plan would have set another.
-void say_kept_inherited(int local_id, const std::vector<client::InheritedVar>& inherited,
+void say_kept_inherited(int local_id, const std::vector<client::EnvEntry>& inherited,
                         const TaskBinding& task) {
-  for (const client::InheritedVar& held : inherited) {
+  for (const client::EnvEntry& held : inherited) {
     for (const TaskEnv& var : task.env) {
       if (var.name != held.name || !var.only_if_unset || var.value == held.value) continue;
       say_once(local_id, held.name + "=" + held.value +
@@ -316,7 +314,7 @@ int slurmstepd_task_init(spank_t sp) {
   SpankTaskEnvironment task_env(sp);
   // What an outer task's binding left (a step started inside a bound task), bound or not: its
   // GPUBIND_* information goes; the values it set stay, as the user may have exported them again.
-  const std::vector<client::InheritedVar> inherited = client::inherited_values(task_env.lookup());
+  const std::vector<client::EnvEntry> inherited = client::inherited_values(task_env.lookup());
   client::clear_binding_info(task_env);
   if (!s.bind) return 0;
   int local_id = -1;

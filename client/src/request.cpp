@@ -47,17 +47,14 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
   // neither read as the step's GPUs nor changed.
   const bool slurm_listed = env("SLURM_STEP_GPUS").has_value();
   StepGpus gpus = slurm_listed ? step_gpus_from_env(env) : StepGpus{};
-  if (!slurm_listed) {
-    for (const char* var : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-                            "GPU_DEVICE_ORDINAL", "HIP_VISIBLE_DEVICES"}) {
-      if (const auto value = env(var)) {
-        built.gpu_source = std::string(var) + "=" + value->substr(0, 64) +
-                           (value->size() > 64 ? "..." : "") +
-                           " is the user's own (Slurm gave the step no GPU list): left as it is, "
-                           "and the tasks are bound without GPUs";
-        break;
-      }
-    }
+  std::optional<EnvEntry> own = slurm_listed ? std::nullopt : slurm_visibility_var(env);
+  if (const auto hip = env("HIP_VISIBLE_DEVICES"); !slurm_listed && !own && hip)
+    own = EnvEntry{"HIP_VISIBLE_DEVICES", *hip};  // Slurm never sets it: always the user's
+  if (own) {
+    built.gpu_source = own->name + "=" + own->value.substr(0, 64) +
+                       (own->value.size() > 64 ? "..." : "") +
+                       " is the user's own (Slurm gave the step no GPU list): left as it is, and "
+                       "the tasks are bound without GPUs";
   }
   request.gpus_given = !(site.gpus_without_gres_node && slurm_says_nothing_about_gpus(env));
   request.gpus = std::move(gpus.gpus);

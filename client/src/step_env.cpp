@@ -34,20 +34,25 @@ std::optional<int> to_index(const std::string& text) {
 
 }  // namespace
 
+// Slurm never sets HIP_VISIBLE_DEVICES: one in the task is the user's (or the plan's).
+constexpr const char* kSlurmVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                                "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
+
+std::optional<EnvEntry> slurm_visibility_var(const EnvLookup& env) {
+  for (const char* name : kSlurmVisibilityVars)
+    if (auto value = env(name)) return EnvEntry{name, *value};
+  return std::nullopt;
+}
+
 StepGpus step_gpus_from_env(const EnvLookup& env) {
   StepGpus out;
   // The step's own list only: a step without GPUs in a job with GPUs (--gres=none, --gpus=0) has
   // the job's SLURM_JOB_GPUS but no SLURM_STEP_GPUS, and must get no GPU.
   const std::optional<std::string> indices = env("SLURM_STEP_GPUS");
-  std::optional<std::string> tokens;
-  std::string token_var;
-  for (const char* var :
-       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"}) {
-    if ((tokens = env(var))) {
-      token_var = var;
-      break;
-    }
-  }
+  const std::optional<EnvEntry> visibility = slurm_visibility_var(env);
+  const std::optional<std::string> tokens =
+      visibility ? std::optional<std::string>(visibility->value) : std::nullopt;
+  const std::string token_var = visibility ? visibility->name : "";
   const std::vector<std::string> index_list =
       indices ? split_list(*indices) : std::vector<std::string>{};
   const std::vector<std::string> token_list =
@@ -171,8 +176,8 @@ std::string record_of_set_vars(const std::vector<std::pair<std::string, std::str
   return record;
 }
 
-std::vector<InheritedVar> inherited_values(const EnvLookup& env) {
-  std::vector<InheritedVar> held;
+std::vector<EnvEntry> inherited_values(const EnvLookup& env) {
+  std::vector<EnvEntry> held;
   const std::optional<std::string> record = env(kSetRecordVar);
   if (!record) return held;
   size_t begin = 0;
@@ -201,14 +206,10 @@ std::vector<std::string> binding_info_vars(const EnvLookup& env) {
 
 std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
   std::vector<std::string> stale = binding_info_vars(env);
-  for (const InheritedVar& var : inherited_values(env))
+  for (const EnvEntry& var : inherited_values(env))
     stale.push_back(var.name);
   return stale;
 }
-
-// Slurm never sets HIP_VISIBLE_DEVICES: one in the task is the user's (or the plan's).
-constexpr const char* kSlurmVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                                "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
 
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task) {

@@ -13,6 +13,15 @@ namespace gpubind::client {
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
+// A variable of an environment, with its value.
+struct EnvEntry {
+  std::string name, value;
+};
+
+// The first GPU visibility variable Slurm sets for a step with GPUs (CUDA_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, GPU_DEVICE_ORDINAL, in that order) that `env` has.
+std::optional<EnvEntry> slurm_visibility_var(const EnvLookup& env);
+
 // "0,1,,3" -> {"0", "1", "3"}: Slurm's comma lists, empty items dropped.
 std::vector<std::string> split_list(const std::string& text);
 
@@ -78,10 +87,7 @@ inline constexpr const char* kSetRecordVar = "GPUBIND_SET";
 std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set);
 // The recorded variables still holding the value gpubind gave them. An environment cannot tell
 // such a value from the same value a user exported again.
-struct InheritedVar {
-  std::string name, value;
-};
-std::vector<InheritedVar> inherited_values(const EnvLookup& env);
+std::vector<EnvEntry> inherited_values(const EnvLookup& env);
 // The GPUBIND_* information and the record: what describes the outer binding, never the user's.
 std::vector<std::string> binding_info_vars(const EnvLookup& env);
 // binding_info_vars and the names of inherited_values: everything the outer binding left.
