@@ -42,6 +42,11 @@ int on_option(int /*val*/, const char* optarg, int remote) {
   PluginState& s = state();
   s.option_given = true;
   s.option_value = optarg ? optarg : "";
+  const char* replayed = remote ? nullptr : std::getenv(kOptionEnv);
+  if (replayed && !s.user_env_option && !s.replay_seen_on_component && s.option_value == replayed)
+    s.replay_seen_on_component = true;  // an earlier component's, not this one's
+  else
+    s.option_on_component = true;
   auto flags = client::parse_user_flags(s.option_value);
   if (!flags) {
     if (!remote) slurm_error("gpubind: --%s: %s", kOptionName, flags.error().message.c_str());
@@ -89,6 +94,14 @@ int check_flags_from_env() {
   return 0;
 }
 
+void mark_component_option(spank_t sp, bool given) {
+  PluginState& s = state();
+  // A mark that cannot be set leaves the job's option as Slurm passes it.
+  spank_job_control_setenv(sp, client::kComponentOptionEnv, given ? "yes" : "no", 1);
+  s.option_on_component = false;
+  s.replay_seen_on_component = false;
+}
+
 PluginState& state() {
   static PluginState instance;
   return instance;
@@ -117,6 +130,7 @@ GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     // log, and a step that asks for binding is told it keeps Slurm's. srun, sbatch and salloc
     // stop with the message (under `required`) before anything is submitted.
     const bool in_step = context == S_CTX_REMOTE;
+    state().user_env_option = std::getenv(kOptionEnv) != nullptr;
     auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
       slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
@@ -163,6 +177,28 @@ GPUBIND_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {
 
 GPUBIND_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   return guarded("task_init", 0, [&] { return slurmstepd_task_init(sp); });
+}
+
+// slurmd's job prolog and epilog (S_CTX_JOB_SCRIPT): they never fail, as a failed prolog drains
+// the node; what goes wrong is said in slurmd's log.
+GPUBIND_EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
+  return guarded("job_prolog", 0, [&] {
+    auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
+    if (!site) {
+      slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
+      return 0;
+    }
+    job_prolog(sp, *site);
+    return 0;
+  });
+}
+
+GPUBIND_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
+  return guarded("job_epilog", 0, [&] {
+    auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
+    if (site) job_epilog(sp, *site);
+    return 0;
+  });
 }
 
 }  // extern "C"

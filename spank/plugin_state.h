@@ -33,6 +33,14 @@ struct PluginState {
   std::string site_error;
   bool option_given = false;
   std::string option_value;
+  // srun, sbatch, salloc: the option was given on the component being read (each component's
+  // options are read, then post_opt runs for it).
+  bool option_on_component = false;
+  // Slurm replays the option of earlier components to each later one from the environment it
+  // sets (kOptionEnv); a value the user's own environment held when the command started is the
+  // user's, as Slurm's other option variables are.
+  bool user_env_option = false;
+  bool replay_seen_on_component = false;
   // slurmstepd: set by user_init, used by every task_init.
   bool bind = false;     // this step is to be bound
   bool asked = false;    // the user asked (option, job option, SLURM_GPU_BIND_AUTO), not the site
@@ -57,12 +65,19 @@ struct spank_option* bind_option();
 // and salloc, when the option itself was not given): -1 and a message naming the fault.
 int check_flags_from_env();
 
+// srun, sbatch and salloc, once a component's options are read: marks that component's job with
+// whether the job's --gpu-bind-auto was given on it (job_option.h), for its nodes' job prologs.
+void mark_component_option(spank_t sp, bool given);
+
 // Per-context entry points: srun.cpp (S_CTX_LOCAL), allocator.cpp (S_CTX_ALLOCATOR: sbatch and
-// salloc), slurmstepd.cpp (S_CTX_REMOTE).
+// salloc), slurmstepd.cpp (S_CTX_REMOTE), job_script.cpp (S_CTX_JOB_SCRIPT: slurmd's job prolog
+// and epilog, where slurm_spank_init does not run and the site's arguments come with the call).
 int srun_post_opt(spank_t sp);
 int srun_user_init(spank_t sp);
 int allocator_post_opt(spank_t sp);
 int slurmstepd_user_init(spank_t sp);
 int slurmstepd_task_init(spank_t sp);
+void job_prolog(spank_t sp, const SiteArgs& site);
+void job_epilog(spank_t sp, const SiteArgs& site);
 
 }  // namespace gpubind::spank

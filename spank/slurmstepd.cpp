@@ -11,6 +11,7 @@
 
 #include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
+#include "gpubind/client/job_option.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/request.h"
 #include "gpubind/client/slurm_gpu_choice.h"
@@ -89,22 +90,47 @@ std::optional<int> own_het_component(spank_t sp) {
 }
 
 // --gpu-bind-auto on srun (on this component's part of its command line in a heterogeneous
-// step), then as passed down from sbatch/salloc, then SLURM_GPU_BIND_AUTO, then the site
-// default. nullopt: the step did not ask for binding.
+// step), then the job's (its component's) as recorded on this node, else as passed down from
+// sbatch/salloc, then SLURM_GPU_BIND_AUTO, then the site default. nullopt: the step did not ask.
 struct RequestedFlags {
   std::string text;
   bool asked = false;  // by the user; false: the site's default
 };
+
+// The job's option as this node's prolog recorded it; nullopt where there is no usable record.
+std::optional<client::JobOption> recorded_job_option(spank_t sp) {
+  uint32_t job_id = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return std::nullopt;
+  // The record's writer: slurmd's user, the real user of this slurmstepd.
+  auto record = client::read_job_record(state().site.job_records, job_id, getuid());
+  if (!record) {
+    slurm_error("gpubind: job %u: %s", job_id, record.error().message.c_str());
+    return std::nullopt;
+  }
+  return *record;
+}
+
 std::optional<RequestedFlags> requested_flags(spank_t sp) {
+  // srun replays the job's option from its environment as if given to it: srun's own command line
+  // says whether it was.
+  std::optional<std::string> replayed;
   if (const auto component = own_het_component(sp)) {
     // Slurm gives every component the option's last value: only this component's own counts.
     if (auto own = job_env(sp, client::het_flags_var(*component)))
       return RequestedFlags{*own, true};
   } else if (char* optarg = nullptr;
              spank_option_getopt(sp, bind_option(), &optarg) == ESPANK_SUCCESS) {
-    return RequestedFlags{optarg ? optarg : "", true};
+    if (job_env(sp, client::kSrunFlagsEnv)) return RequestedFlags{optarg ? optarg : "", true};
+    replayed = optarg ? optarg : "";
   }
-  if (auto from_job = job_env(sp, kOptionEnv)) return RequestedFlags{*from_job, true};
+  if (const auto recorded = recorded_job_option(sp)) {
+    if (recorded->given) return RequestedFlags{recorded->flags, true};
+    // Given on another component of the job only: not this one's.
+  } else if (replayed) {
+    return RequestedFlags{*replayed, true};
+  } else if (auto from_job = job_env(sp, kOptionEnv)) {
+    return RequestedFlags{*from_job, true};
+  }
   if (auto from_user = job_env(sp, kUserEnv)) return RequestedFlags{*from_user, true};
   if (state().site.default_on) return RequestedFlags{"", false};
   return std::nullopt;

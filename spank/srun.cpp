@@ -16,6 +16,7 @@ using client::het_explicit_var;
 using client::het_flags_var;
 using client::kExplicitEnv;
 using client::kHetEnv;
+using client::kSrunFlagsEnv;
 using client::launcher_components;
 using client::LauncherComponent;
 using client::passed_vars;
@@ -70,14 +71,19 @@ void pass_het_components() {
 
 }  // namespace
 
-int srun_post_opt(spank_t) {
+int srun_post_opt(spank_t sp) {
+  // srun's own option is its step's alone: a job srun allocates records only the option of a
+  // job srun runs inside (from the environment Slurm gives the job's steps), for the nodes whose
+  // prolog a step of that job starts (without PrologFlags=Alloc).
+  mark_component_option(sp, state().user_env_option);
   pass_het_components();
   return check_flags_from_env();
 }
 
 // srun of a step of one component, once it is about to launch: pass the user's explicit
-// --cpu-bind/--gpu-bind to the step (kExplicitEnv in srun's environment, which the step
-// inherits). srun's options are its arguments before the command Slurm reports as the job's argv.
+// --cpu-bind/--gpu-bind (kExplicitEnv) and its own --gpu-bind-auto (kSrunFlagsEnv) to the step,
+// in srun's environment, which the step inherits. srun's options are its arguments before the
+// command Slurm reports as the job's argv.
 int srun_user_init(spank_t sp) {
   if (std::getenv(kHetEnv)) return 0;  // passed per component already
   int command_argc = 0;
@@ -87,8 +93,10 @@ int srun_user_init(spank_t sp) {
   if (args.empty()) return 0;
   const std::vector<LauncherComponent> components =
       launcher_components(std::vector<std::string>(args.begin() + 1, args.end()), command_argc);
-  if (components.size() == 1 && components[0].binding.any())
+  if (components.size() != 1) return 0;
+  if (components[0].binding.any())
     setenv(kExplicitEnv, encode_explicit(components[0].binding).c_str(), 1);
+  if (components[0].flags) setenv(kSrunFlagsEnv, components[0].flags->c_str(), 1);
   return 0;
 }
 

@@ -192,6 +192,13 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
       site.policy = value;
     } else if (key == "stepd_lib") {
       site.stepd_lib = value;
+    } else if (key == "job_records") {
+      if (value.empty() || value[0] != '/' || value == "/") {
+        return make_error(
+            "plugstack argument 'job_records' needs an absolute path of a folder (got '" + value +
+            "')");
+      }
+      site.job_records = value;
     } else if (key == "override_explicit") {
       if (value != "yes" && value != "no") {
         return make_error("plugstack argument 'override_explicit' takes yes or no (got '" + value +
@@ -213,9 +220,10 @@ Result<SiteArgs> parse_site_args(const std::vector<std::string>& args) {
         site.env_allow.push_back(name);
       }
     } else {
-      return make_error("unknown plugstack argument '" + key +
-                        "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib, "
-                        "override_explicit, gpus_without_gres, daemon_user, env_allow)");
+      return make_error(
+          "unknown plugstack argument '" + key +
+          "' (known: default, socket, timeout_ms, on_error, policy, stepd_lib, "
+          "override_explicit, gpus_without_gres, daemon_user, env_allow, job_records)");
     }
   }
   return site;

@@ -117,7 +117,7 @@ std::string het_explicit_var(int component) {
 }
 
 std::vector<std::string> passed_vars(const char* het_components) {
-  std::vector<std::string> names = {kExplicitEnv};
+  std::vector<std::string> names = {kExplicitEnv, kSrunFlagsEnv};
   if (!het_components) return names;
   // An unreadable count passes no component variables (they are cleared by name only).
   const auto count = parse_whole_number(het_components, 0, 1024);

@@ -49,8 +49,12 @@ e2e_start_cluster() {  # e2e_start_cluster NAME NODES [slurm-cluster start optio
 e2e_no_node_drained() {
   local states
   # "plnd" (planned by the backfill scheduler, left on idle nodes after a heterogeneous job until
-  # its next pass) is idle too.
-  states=$(sinfo -h -o '%t' | sed 's/^plnd$/idle/' | sort -u | tr '\n' ' ')
+  # its next pass) is idle too; "comp" (a job's epilog still running) passes within seconds.
+  for _ in $(seq 100); do
+    states=$(sinfo -h -o '%t' | sed 's/^plnd$/idle/' | sort -u | tr '\n' ' ')
+    [[ "$states" == *comp* ]] || break
+    sleep 0.1
+  done
   [[ "$states" == "idle " ]] && ok "no node drained or down" || bad "node states: $states" "$(sinfo -R)"
 }
 

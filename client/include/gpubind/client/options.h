@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubind/client/job_option.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/limits.h"
 #include "gpubind/result.h"
@@ -57,6 +58,8 @@ struct SiteArgs {
   std::string daemon_user = "gpubind";
   // Variables an answer may set beyond those binding is about (names, or prefixes "FOO_*").
   std::vector<std::string> env_allow;
+  // Where each node's job prolog records a job's --gpu-bind-auto (job_option.h).
+  std::string job_records = kDefaultJobRecordDir;
 };
 
 Result<SiteArgs> parse_site_args(const std::vector<std::string>& args);

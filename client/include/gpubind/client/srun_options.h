@@ -36,14 +36,17 @@ std::vector<LauncherComponent> launcher_components(const std::vector<std::string
 // srun passes it to the step in this variable (a SLURM_ name, so that --export=NONE keeps it) as
 // "cpu-bind=X;gpu-bind=Y;mem-bind=Z".
 inline constexpr const char* kExplicitEnv = "SLURM_GPUBIND_USER_BIND";
+// srun of one component passes the --gpu-bind-auto flags given on its own command line here: a
+// step's option may otherwise be the job's, which srun replays from its environment.
+inline constexpr const char* kSrunFlagsEnv = "SLURM_GPUBIND_FLAGS";
 // A heterogeneous step: kHetEnv holds the number of components, and component K's flags and
 // explicit binding are in kHetFlagsEnv + K and kExplicitEnv + "_" + K (unset: not given there).
 inline constexpr const char* kHetEnv = "SLURM_GPUBIND_HET_COMPONENTS";
 inline constexpr const char* kHetFlagsEnv = "SLURM_GPUBIND_FLAGS_";
 std::string het_flags_var(int component);
 std::string het_explicit_var(int component);
-// Every variable srun passes to a step (kExplicitEnv, and for `het_components` text from
-// kHetEnv, each component's and kHetEnv itself): what a new srun and every task clear.
+// Every variable srun passes to a step (kExplicitEnv, kSrunFlagsEnv, and for `het_components` text
+// from kHetEnv, each component's and kHetEnv itself): what a new srun and every task clear.
 std::vector<std::string> passed_vars(const char* het_components);
 std::string encode_explicit(const ExplicitBinding& binding);
 ExplicitBinding decode_explicit(const std::string& text);
