@@ -7,7 +7,8 @@ hsnN NICs), spread over the packages and placed under each package's L3. --gpu-v
 them NVIDIA H100s (with the UUID hwloc reads from the driver) and AMD GCDs in turn.
 
 Usage: make_node_topology.py OUTPUT.xml [--gpus N] [--nics N] [--hostname NAME]
-                             [--threads-per-core N] [--split N] [--gpu-vendors amd,nvidia,...]
+                             [--threads-per-core N] [--split N] [--l3-per-package N]
+                             [--gpu-vendors amd,nvidia,...]
 """
 import argparse
 import os
@@ -81,28 +82,42 @@ def fake_gpu(package, gpu, vendor):
                     [g.rsmi(gpu, "AMD Instinct MI250X (fake)")])
 
 
-def build(gpus, nics, hostname, threads_per_core=0, split=0, vendors=("amd",)):
+def build(gpus, nics, hostname, threads_per_core=0, split=0, vendors=("amd",), l3_per_package=1):
     packages = live_packages()
     if threads_per_core:
         packages = [(v, m, as_threads(c, threads_per_core)) for v, m, c in packages]
     if split:
         packages = split_into(packages, split)
-    objs = []
-    gpu_of_package = [[] for _ in packages]
+    # Each package's cores in `l3_per_package` L3s of consecutive cores (CCDs); GPUs and NICs are
+    # dealt over the L3s in turn, each under its L3.
+    domains = []  # (package, [[pu, ...] per core]) per L3
+    for p, (_, _, core_pus) in enumerate(packages):
+        if l3_per_package < 1 or l3_per_package > len(core_pus):
+            sys.exit(f"--l3-per-package {l3_per_package}: a package has {len(core_pus)} cores")
+        size = len(core_pus) // l3_per_package
+        groups = [core_pus[i * size:(i + 1) * size] for i in range(l3_per_package)]
+        groups[-1] += core_pus[l3_per_package * size:]
+        domains += [(p, group) for group in groups]
+    gpu_of_domain = [[] for _ in domains]
     for gpu in range(gpus):
-        gpu_of_package[gpu % len(packages)].append(gpu)
-    nic_of_package = [[] for _ in packages]
+        gpu_of_domain[gpu % len(domains)].append(gpu)
+    nic_of_domain = [[] for _ in domains]
     for nic in range(nics):
-        nic_of_package[nic % len(packages)].append(nic)
-    for p, (vendor, model, core_pus) in enumerate(packages):
-        cores = [g.Obj("Core", i, children=[g.Obj("PU", pu) for pu in pus])
+        nic_of_domain[nic % len(domains)].append(nic)
+    l3s_of_package = [[] for _ in packages]
+    for d, (p, core_pus) in enumerate(domains):
+        # Core numbers count within the package, as Linux's core_id does.
+        first = sum(len(c) for q, c in domains[:d] if q == p)
+        cores = [g.Obj("Core", first + i, children=[g.Obj("PU", pu) for pu in pus])
                  for i, pus in enumerate(core_pus)]
-        endpoints = [g.slingshot(p, 0x10 + n, n) for n in nic_of_package[p]]
-        endpoints += [fake_gpu(p, gpu, vendors[gpu % len(vendors)]) for gpu in gpu_of_package[p]]
-        l3 = g.l3cache(p, 32 * g.MiB, cores)
+        endpoints = [g.slingshot(d, 0x10 + n, n) for n in nic_of_domain[d]]
+        endpoints += [fake_gpu(d, gpu, vendors[gpu % len(vendors)]) for gpu in gpu_of_domain[d]]
+        l3 = g.l3cache(d, 32 * g.MiB, cores)
         if endpoints:
-            l3.add(g.root_complex(p, 0x0f, endpoints))
-        objs.append(g.package(p, vendor, model, [g.numanode(p, 4 * g.GiB), l3]))
+            l3.add(g.root_complex(d, 0x0f, endpoints))
+        l3s_of_package[p].append(l3)
+    objs = [g.package(p, vendor, model, [g.numanode(p, 4 * g.GiB)] + l3s_of_package[p])
+            for p, (vendor, model, _) in enumerate(packages)]
     return g.machine(hostname, "gpubind e2e node", objs)
 
 
@@ -117,6 +132,9 @@ def main():
     parser.add_argument("--split", type=int, default=0,
                         help="present the cores as N packages (NUMA node + L3 each), GPUs and "
                              "NICs dealt over them in turn (0: the machine's own packages)")
+    parser.add_argument("--l3-per-package", type=int, default=1,
+                        help="present each package's cores as N L3s (CCDs), GPUs and NICs dealt "
+                             "over the L3s in turn")
     parser.add_argument("--gpu-vendors", default="amd",
                         help="GPU vendors in turn, amd or nvidia (e.g. nvidia,amd)")
     args = parser.parse_args()
@@ -124,7 +142,7 @@ def main():
     if any(v not in ("amd", "nvidia") for v in vendors):
         sys.exit(f"--gpu-vendors {args.gpu_vendors}: each must be amd or nvidia")
     text = g.render(build(args.gpus, args.nics, args.hostname, args.threads_per_core, args.split,
-                          vendors))
+                          vendors, args.l3_per_package))
     with open(args.output, "w", encoding="utf-8") as f:
         f.write(text)
 
