@@ -8,13 +8,13 @@
 // Which GPUs a narrowed task holds. Without ConstrainDevices its SLURM_STEP_GPUS names them by
 // node index. Under ConstrainDevices Slurm picks the task's devices for its variables in the
 // task's own numbering (0 for the first device it may open), so SLURM_STEP_GPUS names the step's
-// first GPUs, as many as the task holds, whichever they are (Slurm 22.05 to 26.05:
-// common_gres_set_env; tests/e2e/gres_cores_test.sh shows it). Hence: map_gpu, mask_gpu and
-// per_task are computed from the binding's text; closest and single, which Slurm decides by the
-// task's CPUs and each GPU's cores (gres.conf Cores=, what AutoDetect finds), are read from
-// SLURM_STEP_GPUS where it names anything but the step's first GPUs (then it can only be node
-// indices), else found as Slurm finds them: the step's GPUs whose domain in the plan holds one of
-// the CPUs Slurm bound the task to.
+// first GPUs, as many as the task holds, whichever they are (Slurm 22.05 to 26.05: gres.c's
+// _get_usable_gres, then gres_common.c's common_gres_set_env; tests/e2e/gres_cores_test.sh runs
+// it). Hence: map_gpu, mask_gpu and per_task are computed from the binding's text; closest and
+// single, which Slurm decides by the task's CPUs and each GPU's cores (gres.conf Cores=, what
+// AutoDetect finds), are read from SLURM_STEP_GPUS where it names anything but the step's first
+// GPUs (then it can only be node indices), else found as Slurm finds them: the step's GPUs whose
+// domain in the plan holds one of the CPUs Slurm bound the task to.
 #pragma once
 
 #include <optional>
@@ -50,9 +50,10 @@ std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
                                              const std::string& task_cpus);
 
 // The step's GPUs whose domain holds one of `cpus`, as the plan places them: a GPU's domain is
-// its locality in the plan ("L3 2", "NUMA 1"), whose CPUs are those of the planned tasks holding
-// one of its GPUs (less, for an L3, the tasks the plan placed in another L3). nullopt where the
-// plan cannot tell: a step GPU no planned task holds, or, with no GPU near, a CPU in no domain.
+// its locality in the plan ("L3 2", "NUMA 1", "machine"); an L3 holds the CPUs of the planned
+// tasks the plan placed in it, another domain those of the planned tasks holding only its GPUs.
+// nullopt where the plan cannot tell: a step GPU no planned task holds, or, with no GPU near, a
+// CPU in no domain.
 std::optional<std::vector<int>> gpus_near_cpus(const StepPlan& plan,
                                                const std::vector<int>& step_gpus,
                                                const std::string& cpus);
