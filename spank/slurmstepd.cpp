@@ -229,10 +229,12 @@ std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
   std::vector<int> step_indices;
   for (const auto& gpu : s.step_gpus)
     step_indices.push_back(gpu.first);
-  const auto choice = client::slurm_task_gpus(env, step_indices, local_id, s.local_tasks);
+  // closest and single chose by the CPUs Slurm bound the task to: its affinity now.
+  const auto choice = client::slurm_task_gpus(env, step_indices, local_id, s.local_tasks, s.plan,
+                                              current_affinity().to_list());
   if (!choice) return std::nullopt;
-  if (!choice->identified) {
-    // Which GPUs these are cannot be told here: the task keeps Slurm's binding altogether.
+  if (!choice->identified && choice->among.empty()) {
+    // Neither these GPUs nor their domain can be told here: the task keeps Slurm's binding.
     KeptBinding untouched;
     untouched.slurm_binding_only = true;
     return untouched;
@@ -377,9 +379,11 @@ int slurmstepd_task_init(spank_t sp) {
   // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
   const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
   if (kept && kept->slurm_binding_only) {
-    say_once(local_id,
-             "Slurm chose each task's GPUs (--gpu-bind) in a way that cannot be told "
-             "apart here: the tasks keep Slurm's CPU and GPU binding");
+    // Said by each such task: the others may be bound.
+    std::fprintf(stderr,
+                 "gpubind: task %u: which GPUs Slurm chose for it (--gpu-bind) cannot be told "
+                 "here: it keeps Slurm's CPU and GPU binding\n",
+                 global_id);
     return 0;
   }
   TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];

@@ -4,6 +4,17 @@
 // ConstrainDevices its device cgroup allows only those. gpubind keeps that choice and binds the
 // task near those GPUs; it never points a task at a GPU Slurm did not give it. Pure functions
 // over the task's environment and the step's plan, tested without Slurm.
+//
+// Which GPUs a narrowed task holds. Without ConstrainDevices its SLURM_STEP_GPUS names them by
+// node index. Under ConstrainDevices Slurm picks the task's devices for its variables in the
+// task's own numbering (0 for the first device it may open), so SLURM_STEP_GPUS names the step's
+// first GPUs, as many as the task holds, whichever they are (Slurm 22.05 to 26.05: gres.c's
+// _get_usable_gres, then gres_common.c's common_gres_set_env; tests/e2e/gres_cores_test.sh runs
+// it). Hence: map_gpu, mask_gpu and per_task are computed from the binding's text; closest and
+// single, which Slurm decides by the task's CPUs and each GPU's cores (gres.conf Cores=, what
+// AutoDetect finds), are read from SLURM_STEP_GPUS where it names anything but the step's first
+// GPUs (then it can only be node indices), else found as Slurm finds them: the step's GPUs whose
+// domain in the plan holds one of the CPUs Slurm bound the task to.
 #pragma once
 
 #include <optional>
@@ -16,23 +27,36 @@
 namespace gpubind::client {
 
 struct SlurmTaskGpus {
-  // The task's node GPU indices: from Slurm's binding where it can be computed (map_gpu,
-  // mask_gpu, per_task), and then `identified`. Otherwise (closest, single) what the task's
-  // SLURM_STEP_GPUS lists, which under ConstrainDevices numbers the task's own devices from 0
-  // and so does not say which GPUs they are.
+  // The task's node GPU indices where `identified` (see above); otherwise what its
+  // SLURM_STEP_GPUS lists.
   std::vector<int> gpus;
   bool identified = false;
   std::string binding;  // Slurm's GPU binding, "map_gpu:1,0", "per_task:2" ("" if not said)
-  // Local tasks before this one, and in all, that Slurm gave exactly these GPUs (identified only).
+  // Local tasks before this one, and in all, that Slurm gave exactly these GPUs (or, not
+  // identified, whose GPUs lie among the same `among`); -1 where not known.
   int same_before = -1;
   int same_total = -1;
+  // Not identified, yet known to lie among these step GPUs: single:N with several of the step's
+  // GPUs near the task's CPUs. They make the task's GPU domain, which its cores and NIC follow.
+  std::vector<int> among;
 };
 
 // Whether Slurm chose this task's GPUs per task (the task's SLURM_STEP_GPUS differs from the
-// step's `step_gpus`), and which; nullopt when every task has the step's GPUs.
+// step's `step_gpus`), and which; nullopt when every task has the step's GPUs. `task_cpus` is the
+// CPU list Slurm bound the task to; SLURM_CPU_BIND_LIST gives the other local tasks' CPUs.
 std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
                                              const std::vector<int>& step_gpus, int local_id,
-                                             int local_tasks);
+                                             int local_tasks, const StepPlan& plan,
+                                             const std::string& task_cpus);
+
+// The step's GPUs whose domain holds one of `cpus`, as the plan places them: a GPU's domain is
+// its locality in the plan ("L3 2", "NUMA 1", "machine"); an L3 holds the CPUs of the planned
+// tasks the plan placed in it, another domain those of the planned tasks holding only its GPUs.
+// nullopt where the plan cannot tell: a step GPU no planned task holds, or, with no GPU near, a
+// CPU in no domain.
+std::optional<std::vector<int>> gpus_near_cpus(const StepPlan& plan,
+                                               const std::vector<int>& step_gpus,
+                                               const std::string& cpus);
 
 // The node GPU indices Slurm's binding gives each of `local_tasks` tasks, restricted to the
 // step's GPUs (map_gpu, mask_gpu and per_task; "*N" repeats an entry); nullopt for bindings
@@ -44,8 +68,8 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
 struct KeptBinding {
   TaskBinding task;  // what to apply: the GPU visibility variables left as Slurm set them
   bool cores_may_be_shared = false;
-  // Slurm's choice cannot be identified (--gpu-bind=closest or single under ConstrainDevices,
-  // say): the task keeps Slurm's whole binding and gpubind applies nothing.
+  // Slurm's choice can be placed neither by its GPUs nor by their domain: the task keeps Slurm's
+  // whole binding and gpubind applies nothing.
   bool slurm_binding_only = false;
 };
 
@@ -54,7 +78,8 @@ struct KeptBinding {
 // tasks Slurm gave them), or the CPUs of every planned task holding one of them. `step_table`
 // pairs the step's node GPU indices with the tokens the plan uses; `slurm_tokens` is the task's
 // own visibility value. GPUBIND_GPUS and GPUBIND_GPU_PCI name Slurm's GPUs, and no GPU
-// visibility variable is set.
+// visibility variable is set. A choice known only by its domain (`among`) is placed by those
+// GPUs, and GPUBIND_GPU_PCI, which would name a GPU, is not set.
 KeptBinding keep_slurm_gpus(const StepPlan& plan,
                             const std::vector<std::pair<int, std::string>>& step_table,
                             const SlurmTaskGpus& choice, int local_id,
