@@ -4,22 +4,28 @@
 # workers divide the task) and without Slurm (they divide the shell's CPUs and the node's GPUs).
 # Every worker must be bound, own CPUs disjoint from the others' inside what its launcher had, see
 # a GPU of its own named by its bus id, and, inside Slurm, get what `srun -n N --gpu-bind-auto`
-# would have given local task r.
+# would have given local task r. Under another Slurm release (GPUBIND_E2E_SLURM) the launchers,
+# gpubind-run and everything else run inside that release's root: its torch, Open MPI and MPICH.
 # Usage: launchers_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
 source "$(dirname "$0")/lib.sh"
+# Where the launchers run without Slurm: here, or inside the release's root.
+here_cmd=()
 if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
-  echo "the launchers are the host's Debian packages, absent from Slurm $GPUBIND_E2E_SLURM's root: skipped"
-  exit 77
+  e2e_require_cluster
+  here_cmd=("$here/slurm-root" exec "$GPUBIND_E2E_SLURM" --bind "$(cd "$here/../.." && pwd)" --bind "$build" --)
+  "${here_cmd[@]}" sh -c 'command -v torchrun && command -v mpiexec.openmpi && command -v mpiexec.hydra' \
+    >/dev/null || { echo "Slurm $GPUBIND_E2E_SLURM's root has no launchers (tests/e2e/slurm-root): skipped"; exit 77; }
 fi
-runner=$build/bin/gpubind-run
 e2e_start_cluster launchers 1
 workers=2  # one CPU each on the smallest test machine
 
 # Debian 12's torch 1.13 on Python 3.11 cannot read torchrun's default --redirects/--tee ("0"):
 # stdout goes through a log file and is copied to the console with a "[default<rank>]:" prefix.
-torchrun_cmd=(torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
+# torch_shim/sitecustomize.py stands in for what Debian unstable's torch 2.14 lacks: libuv, which
+# its rendezvous asks for.
+torchrun_cmd=(env PYTHONPATH="$here/torch_shim${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
   --log_dir "$dir/torchrun" --no_python)
 openmpi_cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$workers")
 hydra_cmd=(mpiexec.hydra -n "$workers")
@@ -72,9 +78,11 @@ per_rank() {
   done | sort
 }
 
-command -v torchrun >/dev/null && command -v mpiexec.openmpi >/dev/null &&
-  command -v mpiexec.hydra >/dev/null ||
-  { echo "torchrun, mpiexec.openmpi and mpiexec.hydra are needed (scripts/install-deps)"; exit 1; }
+if ((${#here_cmd[@]} == 0)); then
+  command -v torchrun >/dev/null && command -v mpiexec.openmpi >/dev/null &&
+    command -v mpiexec.hydra >/dev/null ||
+    { echo "torchrun, mpiexec.openmpi and mpiexec.hydra are needed (scripts/install-deps)"; exit 1; }
+fi
 
 # The plan srun gives the same shape: the reference for the nested runs.
 run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$check" --json
@@ -98,7 +106,7 @@ for launcher in torchrun openmpi hydra; do
     bad "$launcher vs srun" "nested:" "$(per_rank)" "srun:" "$reference" "$out"
 
   # Without Slurm: the shell's CPUs and every GPU of the node, from the same daemon (plugstack.conf).
-  run "${cmd[@]}" "$runner" --verbose "$check" --json
+  run "${here_cmd[@]}" "${cmd[@]}" "$runner" --verbose "$check" --json
   check_workers "$launcher without Slurm: an equal share of the node per worker" "$shell_cpus" \
     $((node_gpus / workers))
   [[ "$out" == *"[daemon]"* ]] && ok "$launcher without Slurm: planned by the daemon" || bad "$launcher no-Slurm source" "$out"
@@ -115,14 +123,14 @@ gpus_seen=$(json_lines | sed -nE 's/.*"GPUBIND_GPU_PCI":"([^"]*)".*/\1/p' | sort
   bad "two tasks, two workers each" "$out"
 
 # Open MPI binds each rank to a core by default: the workers still divide what mpiexec had.
-run "${openmpi_cmd[@]}" --bind-to core "$runner" --verbose "$check" --json
+run "${here_cmd[@]}" "${openmpi_cmd[@]}" --bind-to core "$runner" --verbose "$check" --json
 [[ "$out" == *"the launcher's: it bound this worker to"* ]] &&
   check_workers "Open MPI --bind-to core: the workers divide mpiexec's CPUs" "$shell_cpus" \
     $((node_gpus / workers)) ||
   bad "Open MPI --bind-to core" "$out"
 
 # The daemon absent: each worker plans in-process with the site's policy, and says so once.
-run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$runner" --socket "$dir/run/absent.sock" --verbose "$check" --json
+run "${here_cmd[@]}" env LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$runner" --socket "$dir/run/absent.sock" --verbose "$check" --json
 [[ $rc -eq 0 && "$out" == *"[fallback]"* && "$out" == *"planned in-process instead"* &&
   "$(json_lines)" == *'"GPUBIND_BOUND":"1"'* ]] &&
   ok "no daemon: the worker plans in-process and says so" || bad "fallback" "$out"
@@ -133,10 +141,10 @@ run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$runner" --verbose 
   ok "gpubind-run as an srun task the plugin bound keeps that binding" || bad "already bound" "$out"
 
 # Usage errors: no launcher, no command.
-run env -u SLURM_LOCALID "$runner" true
+run "${here_cmd[@]}" env -u SLURM_LOCALID "$runner" true
 [[ $rc -eq 2 && "$out" == *"no launcher says which local rank"* ]] && ok "no launcher: exit 2, named" ||
   bad "no launcher" "rc=$rc" "$out"
-run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" /nonexistent/program
+run "${here_cmd[@]}" env LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" /nonexistent/program
 [[ $rc -eq 127 && "$out" == *"cannot run '/nonexistent/program'"* ]] && ok "a missing COMMAND: exit 127, named" ||
   bad "missing command" "rc=$rc" "$out"
 
