@@ -23,8 +23,8 @@ workers=2  # one CPU each on the smallest test machine
 
 # Debian 12's torch 1.13 on Python 3.11 cannot read torchrun's default --redirects/--tee ("0"):
 # stdout goes through a log file and is copied to the console with a "[default<rank>]:" prefix.
-# torch_shim/sitecustomize.py stands in for what Debian unstable's torch 2.14 lacks: libuv, which
-# its rendezvous asks for.
+# torch_shim/sitecustomize.py stands in for what this machine lacks: a torch built with libuv
+# (Debian unstable's 2.14 is not, yet its rendezvous asks for it) and GPUs for --numa-binding.
 torchrun_cmd=(env PYTHONPATH="$here/torch_shim${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
   --log_dir "$dir/torchrun" --no_python)
 openmpi_cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$workers")
@@ -111,6 +111,77 @@ for launcher in torchrun openmpi hydra; do
     $((node_gpus / workers))
   [[ "$out" == *"[daemon]"* ]] && ok "$launcher without Slurm: planned by the daemon" || bad "$launcher no-Slurm source" "$out"
 done
+
+# torchrun --numa-binding (PyTorch 2.9 and later) binds each worker itself, next to the GPU its
+# local rank numbers (two fake GPUs on NUMA node 0 here), under numactl, with nothing in the
+# worker's environment to say so. gpubind-run finds it on torchrun's command line and keeps it, as
+# the plugin keeps an explicit --cpu-bind: the workers plan over the launcher's CPUs, keep
+# torchrun's, and get gpubind's GPU and NIC variables.
+numa0_cpus=$(cat /sys/devices/system/node/node0/cpulist 2>/dev/null || echo "$shell_cpus")
+within() { comm -12 <(cpu_list "$1" | sort) <(cpu_list "$2" | sort) | sort -n | paste -sd, -; }
+as_list() { cpu_list "$1" | sort -n | paste -sd, -; }
+# check_kept NAME EXPECTED GPUS: $workers JSON lines, each on exactly the CPUs EXPECTED (torchrun's
+# `node` binding: its GPU's NUMA node within the launcher's CPUs), GPUBIND_CPUS saying so, GPUS
+# GPUs of its own by bus id and a NIC.
+check_kept() {
+  local name=$1 expected=$2 gpus=$3 json line problems=() all_gpus=""
+  json=$(json_lines)
+  [[ $(grep -c . <<<"$json") -eq $workers ]] || problems+=("expected $workers worker lines")
+  while read -r line; do
+    [[ -n "$line" ]] || continue
+    [[ "$(as_list "$(field cpus "$line")")" == "$expected" ]] || problems+=("not on torchrun's CPUs $expected: $line")
+    [[ "$(field GPUBIND_CPUS "$line")" == "$(field cpus "$line")" ]] || problems+=("GPUBIND_CPUS is not the CPUs kept: $line")
+    [[ $(field GPUBIND_GPU_PCI "$line" | tr ',' '\n' | grep -c .) -eq $gpus && -n "$(field GPUBIND_NIC "$line")" ]] ||
+      problems+=("not $gpus GPU(s) and a NIC: $line")
+    all_gpus+="$(field GPUBIND_GPU_PCI "$line" | tr ',' ' ') "
+  done <<<"$json"
+  [[ $(tr ' ' '\n' <<<"$all_gpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] || problems+=("workers share GPUs: $all_gpus")
+  if ((${#problems[@]} == 0)); then ok "$name"; else bad "$name" "${problems[@]}" "$out"; fi
+}
+kept_said() {  # kept_said MODE: one line for the node, each worker's binding line marked
+  [[ $(lines_with "torchrun --numa-binding=$1 given: workers keep torchrun's CPU binding") -eq 1 &&
+    $(lines_with "(CPUs bound by torchrun)") -eq $workers ]]
+}
+fake_gpus=(env GPUBIND_TEST_TORCH_GPU_NUMA=0,0)
+if "${here_cmd[@]}" torchrun --help 2>/dev/null | grep -q -- --numa-binding; then
+  # Without gpubind-run: torchrun binds the workers within the CPUs the plugin gave the task.
+  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto "${fake_gpus[@]}" \
+    "${torchrun_in_task[@]}" --numa-binding=node "$check" --json
+  [[ "$(json_lines | sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' | while read -r c; do as_list "$c"; done | sort -u)" == \
+    "$(within "$numa0_cpus" "$step_cpus")" && $(json_lines | grep -c '"GPUBIND_BOUND":"1"') -eq $workers ]] &&
+    ok "torchrun --numa-binding in a bound task: each worker on its GPU's NUMA node within the task" ||
+    bad "torchrun --numa-binding in a bound task" "$out"
+
+  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto "${fake_gpus[@]}" \
+    "${torchrun_in_task[@]}" --numa-binding=node "$runner" --verbose "$check" --json
+  check_kept "torchrun --numa-binding=node, gpubind-run in a bound task: torchrun's CPUs, a GPU each" \
+    "$(within "$numa0_cpus" "$step_cpus")" 1
+  kept_said node && [[ $(lines_with "CPUs $step_cpus (") -eq $workers ]] &&
+    ok "torchrun --numa-binding=node in srun: kept and said, planned over the task's CPUs" ||
+    bad "torchrun --numa-binding=node in srun: what gpubind-run says" "$out"
+
+  # exclusive narrows each worker to its own cores: the workers still plan over the agent's.
+  run "${here_cmd[@]}" "${fake_gpus[@]}" "${torchrun_cmd[@]}" --numa-binding=exclusive \
+    "$runner" --verbose "$check" --json
+  check_workers "torchrun --numa-binding=exclusive without Slurm: torchrun's own cores per worker" \
+    "$(within "$numa0_cpus" "$shell_cpus")" $((node_gpus / workers))
+  kept_said exclusive && [[ $(lines_with "CPUs $shell_cpus (") -eq $workers ]] &&
+    ok "torchrun --numa-binding=exclusive: kept and said, planned over the launcher's CPUs" ||
+    bad "torchrun --numa-binding=exclusive: what gpubind-run says" "$out"
+
+  # A site that forces gpubind's binding (override_explicit=yes) replaces torchrun's, and says so.
+  "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback override_explicit=yes
+  run "${here_cmd[@]}" "${fake_gpus[@]}" "${torchrun_cmd[@]}" --numa-binding=node \
+    "$runner" --verbose "$check" --json
+  check_workers "torchrun --numa-binding=node, override_explicit=yes: gpubind's share per worker" \
+    "$shell_cpus" $((node_gpus / workers))
+  [[ $(lines_with "override_explicit=yes: gpubind's binding replaces torchrun's") -eq 1 &&
+    $(lines_with "(replaces torchrun's CPU binding)") -eq $workers ]] &&
+    ok "torchrun --numa-binding=node, override_explicit=yes: replaced and said" || bad "override_explicit" "$out"
+  "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+else
+  echo "skipped: this torchrun has no --numa-binding (PyTorch 2.9 and later)"
+fi
 
 # Two bound tasks of two GPUs each, two workers in each: the second task's GPUs are not the first
 # of the step (SLURM_STEP_GPUS lists all four), so only the bus ids gpubind recorded name them.
