@@ -3,9 +3,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +57,43 @@ LauncherCpus launcher_cpus_of(const CpuSet& own, const CpuSet& parent, const Cpu
     return {launcher, "the launcher's: it bound this worker to " + own.to_list()};
   }
   return {own, "this process's"};
+}
+
+std::vector<std::string> command_line_words(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> words;
+  for (std::string word; std::getline(in, word, '\0');)
+    words.push_back(word);
+  return words;
+}
+
+std::optional<LauncherBinding> launcher_binding_of(const LocalRank& place,
+                                                   const std::vector<std::string>& launcher_words,
+                                                   const std::string& worker_command) {
+  if (place.launcher != "torchrun") return std::nullopt;
+  // argparse takes any unambiguous abbreviation: "--nu" is the shortest among torchrun's options.
+  constexpr size_t kShortest = 4;
+  const auto names_numa_binding = [](const std::string& name) {
+    return name.size() >= kShortest && (std::string_view("--numa-binding").starts_with(name) ||
+                                        std::string_view("--numa_binding").starts_with(name));
+  };
+  const auto worker = std::find(launcher_words.begin(), launcher_words.end(), worker_command);
+  for (auto word = launcher_words.begin(); word != worker; ++word) {
+    const size_t equals = word->find('=');
+    if (!names_numa_binding(word->substr(0, equals))) continue;
+    const bool value_follows = equals == std::string::npos;
+    if (value_follows && std::next(word) == worker) break;
+    const std::string mode = value_follows ? *std::next(word) : word->substr(equals + 1);
+    return LauncherBinding{"torchrun", "--numa-binding=" + mode};
+  }
+  return std::nullopt;
+}
+
+std::optional<LauncherBinding> launcher_binding(const LocalRank& place,
+                                                const std::string& worker_command) {
+  if (place.launcher != "torchrun") return std::nullopt;
+  return launcher_binding_of(
+      place, command_line_words("/proc/" + std::to_string(getppid()) + "/cmdline"), worker_command);
 }
 
 LauncherCpus launcher_cpus() {

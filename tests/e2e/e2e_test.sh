@@ -49,7 +49,7 @@ ncpu_task=$(sed -nE 's/.*"GPUBIND_CPUS":"([^"]*)".*/\1/p' <<<"$json" | tr ',' '\
   ok "a task with 2 GPUs gets both GPUs' NICs and a thread share per GPU" || bad "2-GPU task" "$out"
 
 # Exactly one daemon request per step and node, whatever the task count.
-requests() { "$build/bin/gpubindctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
+requests() { "$ctl" --socket "$dir/run/gpubind.sock" status --json | sed -nE 's/.*"requests":([0-9]+).*/\1/p'; }
 before=$(requests)
 run srun -N2 -n4 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind-auto true
 after=$(requests)

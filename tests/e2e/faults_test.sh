@@ -212,7 +212,7 @@ reload_refused
   ok "topology gone: reload refused, the old topology keeps serving" || bad "topology gone status" "$status"
 repeat 10 "topology XML gone + SIGHUP" daemon
 "$cluster" daemon stop "$dir"
-out=$(timeout 10 "$build/bin/gpubindd" --foreground --socket "$dir/run/other.sock" --config "$policy" 2>&1)
+out=$(timeout 10 "$gpubindd" --foreground --socket "$dir/run/other.sock" --config "$policy" 2>&1)
 rc=$?
 [[ $rc -eq 1 && "$out" == *"$topology"* ]] && ok "topology gone: gpubindd refuses to start, naming the file" ||
   bad "start without topology: exit $rc" "$out"
@@ -239,7 +239,7 @@ for mode in held own; do
   [[ $mode == held ]] && hold=(--hold-socket "$socket")
   held_before=$(grep -c 'holding the answer' "$dir/log/gpubindd.log")
   python3 "$(dirname "$0")/supervise_daemon.py" "${hold[@]}" --restart-sec 0.1 "$dir/run/gpubindd.pid" \
-    "$dir/log/gpubindd.log" -- "$build/bin/gpubindd" --foreground --socket "$socket" --config "$policy" \
+    "$dir/log/gpubindd.log" -- "$gpubindd" --foreground --socket "$socket" --config "$policy" \
     --delay-answers 1000 --log-level debug </dev/null 2>"$dir/log/supervisor.log" &
   supervisor=$!
   for ((i = 0; i < supervised_launches; i++)); do

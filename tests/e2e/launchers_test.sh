@@ -4,22 +4,28 @@
 # workers divide the task) and without Slurm (they divide the shell's CPUs and the node's GPUs).
 # Every worker must be bound, own CPUs disjoint from the others' inside what its launcher had, see
 # a GPU of its own named by its bus id, and, inside Slurm, get what `srun -n N --gpu-bind-auto`
-# would have given local task r.
+# would have given local task r. Under another Slurm release (GPUBIND_E2E_SLURM) the launchers,
+# gpubind-run and everything else run inside that release's root: its torch, Open MPI and MPICH.
 # Usage: launchers_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
 source "$(dirname "$0")/lib.sh"
+# Where the launchers run without Slurm: here, or inside the release's root.
+here_cmd=()
 if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
-  echo "the launchers are the host's Debian packages, absent from Slurm $GPUBIND_E2E_SLURM's root: skipped"
-  exit 77
+  e2e_require_cluster
+  here_cmd=("$here/slurm-root" exec "$GPUBIND_E2E_SLURM" --bind "$(cd "$here/../.." && pwd)" --bind "$build" --)
+  "${here_cmd[@]}" sh -c 'command -v torchrun && command -v mpiexec.openmpi && command -v mpiexec.hydra' \
+    >/dev/null || { echo "Slurm $GPUBIND_E2E_SLURM's root has no launchers (tests/e2e/slurm-root): skipped"; exit 77; }
 fi
-runner=$build/bin/gpubind-run
 e2e_start_cluster launchers 1
 workers=2  # one CPU each on the smallest test machine
 
 # Debian 12's torch 1.13 on Python 3.11 cannot read torchrun's default --redirects/--tee ("0"):
 # stdout goes through a log file and is copied to the console with a "[default<rank>]:" prefix.
-torchrun_cmd=(torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
+# torch_shim/sitecustomize.py stands in for what this machine lacks: a torch built with libuv
+# (Debian unstable's 2.14 is not, yet its rendezvous asks for it) and GPUs for --numa-binding.
+torchrun_cmd=(env PYTHONPATH="$here/torch_shim${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc_per_node "$workers" --redirects 1 --tee 1
   --log_dir "$dir/torchrun" --no_python)
 openmpi_cmd=(mpiexec.openmpi --allow-run-as-root --oversubscribe -n "$workers")
 hydra_cmd=(mpiexec.hydra -n "$workers")
@@ -72,9 +78,11 @@ per_rank() {
   done | sort
 }
 
-command -v torchrun >/dev/null && command -v mpiexec.openmpi >/dev/null &&
-  command -v mpiexec.hydra >/dev/null ||
-  { echo "torchrun, mpiexec.openmpi and mpiexec.hydra are needed (scripts/install-deps)"; exit 1; }
+if ((${#here_cmd[@]} == 0)); then
+  command -v torchrun >/dev/null && command -v mpiexec.openmpi >/dev/null &&
+    command -v mpiexec.hydra >/dev/null ||
+    { echo "torchrun, mpiexec.openmpi and mpiexec.hydra are needed (scripts/install-deps)"; exit 1; }
+fi
 
 # The plan srun gives the same shape: the reference for the nested runs.
 run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$check" --json
@@ -98,11 +106,82 @@ for launcher in torchrun openmpi hydra; do
     bad "$launcher vs srun" "nested:" "$(per_rank)" "srun:" "$reference" "$out"
 
   # Without Slurm: the shell's CPUs and every GPU of the node, from the same daemon (plugstack.conf).
-  run "${cmd[@]}" "$runner" --verbose "$check" --json
+  run "${here_cmd[@]}" "${cmd[@]}" "$runner" --verbose "$check" --json
   check_workers "$launcher without Slurm: an equal share of the node per worker" "$shell_cpus" \
     $((node_gpus / workers))
   [[ "$out" == *"[daemon]"* ]] && ok "$launcher without Slurm: planned by the daemon" || bad "$launcher no-Slurm source" "$out"
 done
+
+# torchrun --numa-binding (PyTorch 2.9 and later) binds each worker itself, next to the GPU its
+# local rank numbers (two fake GPUs on NUMA node 0 here), under numactl, with nothing in the
+# worker's environment to say so. gpubind-run finds it on torchrun's command line and keeps it, as
+# the plugin keeps an explicit --cpu-bind: the workers plan over the launcher's CPUs, keep
+# torchrun's, and get gpubind's GPU and NIC variables.
+numa0_cpus=$(cat /sys/devices/system/node/node0/cpulist 2>/dev/null || echo "$shell_cpus")
+within() { comm -12 <(cpu_list "$1" | sort) <(cpu_list "$2" | sort) | sort -n | paste -sd, -; }
+as_list() { cpu_list "$1" | sort -n | paste -sd, -; }
+# check_kept NAME EXPECTED GPUS: $workers JSON lines, each on exactly the CPUs EXPECTED (torchrun's
+# `node` binding: its GPU's NUMA node within the launcher's CPUs), GPUBIND_CPUS saying so, GPUS
+# GPUs of its own by bus id and a NIC.
+check_kept() {
+  local name=$1 expected=$2 gpus=$3 json line problems=() all_gpus=""
+  json=$(json_lines)
+  [[ $(grep -c . <<<"$json") -eq $workers ]] || problems+=("expected $workers worker lines")
+  while read -r line; do
+    [[ -n "$line" ]] || continue
+    [[ "$(as_list "$(field cpus "$line")")" == "$expected" ]] || problems+=("not on torchrun's CPUs $expected: $line")
+    [[ "$(field GPUBIND_CPUS "$line")" == "$(field cpus "$line")" ]] || problems+=("GPUBIND_CPUS is not the CPUs kept: $line")
+    [[ $(field GPUBIND_GPU_PCI "$line" | tr ',' '\n' | grep -c .) -eq $gpus && -n "$(field GPUBIND_NIC "$line")" ]] ||
+      problems+=("not $gpus GPU(s) and a NIC: $line")
+    all_gpus+="$(field GPUBIND_GPU_PCI "$line" | tr ',' ' ') "
+  done <<<"$json"
+  [[ $(tr ' ' '\n' <<<"$all_gpus" | grep . | sort | uniq -d | wc -l) -eq 0 ]] || problems+=("workers share GPUs: $all_gpus")
+  if ((${#problems[@]} == 0)); then ok "$name"; else bad "$name" "${problems[@]}" "$out"; fi
+}
+kept_said() {  # kept_said MODE: one line for the node, each worker's binding line marked
+  [[ $(lines_with "torchrun --numa-binding=$1 given: workers keep torchrun's CPU binding") -eq 1 &&
+    $(lines_with "(CPUs bound by torchrun)") -eq $workers ]]
+}
+fake_gpus=(env GPUBIND_TEST_TORCH_GPU_NUMA=0,0)
+if "${here_cmd[@]}" torchrun --help 2>/dev/null | grep -q -- --numa-binding; then
+  # Without gpubind-run: torchrun binds the workers within the CPUs the plugin gave the task.
+  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto "${fake_gpus[@]}" \
+    "${torchrun_in_task[@]}" --numa-binding=node "$check" --json
+  [[ "$(json_lines | sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' | while read -r c; do as_list "$c"; done | sort -u)" == \
+    "$(within "$numa0_cpus" "$step_cpus")" && $(json_lines | grep -c '"GPUBIND_BOUND":"1"') -eq $workers ]] &&
+    ok "torchrun --numa-binding in a bound task: each worker on its GPU's NUMA node within the task" ||
+    bad "torchrun --numa-binding in a bound task" "$out"
+
+  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto "${fake_gpus[@]}" \
+    "${torchrun_in_task[@]}" --numa-binding=node "$runner" --verbose "$check" --json
+  check_kept "torchrun --numa-binding=node, gpubind-run in a bound task: torchrun's CPUs, a GPU each" \
+    "$(within "$numa0_cpus" "$step_cpus")" 1
+  kept_said node && [[ $(lines_with "CPUs $step_cpus (") -eq $workers ]] &&
+    ok "torchrun --numa-binding=node in srun: kept and said, planned over the task's CPUs" ||
+    bad "torchrun --numa-binding=node in srun: what gpubind-run says" "$out"
+
+  # exclusive narrows each worker to its own cores: the workers still plan over the agent's.
+  run "${here_cmd[@]}" "${fake_gpus[@]}" "${torchrun_cmd[@]}" --numa-binding=exclusive \
+    "$runner" --verbose "$check" --json
+  check_workers "torchrun --numa-binding=exclusive without Slurm: torchrun's own cores per worker" \
+    "$(within "$numa0_cpus" "$shell_cpus")" $((node_gpus / workers))
+  kept_said exclusive && [[ $(lines_with "CPUs $shell_cpus (") -eq $workers ]] &&
+    ok "torchrun --numa-binding=exclusive: kept and said, planned over the launcher's CPUs" ||
+    bad "torchrun --numa-binding=exclusive: what gpubind-run says" "$out"
+
+  # A site that forces gpubind's binding (override_explicit=yes) replaces torchrun's, and says so.
+  "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback override_explicit=yes
+  run "${here_cmd[@]}" "${fake_gpus[@]}" "${torchrun_cmd[@]}" --numa-binding=node \
+    "$runner" --verbose "$check" --json
+  check_workers "torchrun --numa-binding=node, override_explicit=yes: gpubind's share per worker" \
+    "$shell_cpus" $((node_gpus / workers))
+  [[ $(lines_with "override_explicit=yes: gpubind's binding replaces torchrun's") -eq 1 &&
+    $(lines_with "(replaces torchrun's CPU binding)") -eq $workers ]] &&
+    ok "torchrun --numa-binding=node, override_explicit=yes: replaced and said" || bad "override_explicit" "$out"
+  "$cluster" plugstack "$dir" timeout_ms=1000 on_error=fallback
+else
+  echo "skipped: this torchrun has no --numa-binding (PyTorch 2.9 and later)"
+fi
 
 # Two bound tasks of two GPUs each, two workers in each: the second task's GPUs are not the first
 # of the step (SLURM_STEP_GPUS lists all four), so only the bus ids gpubind recorded name them.
@@ -115,14 +194,14 @@ gpus_seen=$(json_lines | sed -nE 's/.*"GPUBIND_GPU_PCI":"([^"]*)".*/\1/p' | sort
   bad "two tasks, two workers each" "$out"
 
 # Open MPI binds each rank to a core by default: the workers still divide what mpiexec had.
-run "${openmpi_cmd[@]}" --bind-to core "$runner" --verbose "$check" --json
+run "${here_cmd[@]}" "${openmpi_cmd[@]}" --bind-to core "$runner" --verbose "$check" --json
 [[ "$out" == *"the launcher's: it bound this worker to"* ]] &&
   check_workers "Open MPI --bind-to core: the workers divide mpiexec's CPUs" "$shell_cpus" \
     $((node_gpus / workers)) ||
   bad "Open MPI --bind-to core" "$out"
 
 # The daemon absent: each worker plans in-process with the site's policy, and says so once.
-run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$runner" --socket "$dir/run/absent.sock" --verbose "$check" --json
+run "${here_cmd[@]}" env LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$runner" --socket "$dir/run/absent.sock" --verbose "$check" --json
 [[ $rc -eq 0 && "$out" == *"[fallback]"* && "$out" == *"planned in-process instead"* &&
   "$(json_lines)" == *'"GPUBIND_BOUND":"1"'* ]] &&
   ok "no daemon: the worker plans in-process and says so" || bad "fallback" "$out"
@@ -133,10 +212,10 @@ run srun -N1 -n"$workers" --gpus="$workers" --gpu-bind-auto "$runner" --verbose 
   ok "gpubind-run as an srun task the plugin bound keeps that binding" || bad "already bound" "$out"
 
 # Usage errors: no launcher, no command.
-run env -u SLURM_LOCALID "$runner" true
+run "${here_cmd[@]}" env -u SLURM_LOCALID "$runner" true
 [[ $rc -eq 2 && "$out" == *"no launcher says which local rank"* ]] && ok "no launcher: exit 2, named" ||
   bad "no launcher" "rc=$rc" "$out"
-run env LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" /nonexistent/program
+run "${here_cmd[@]}" env LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" /nonexistent/program
 [[ $rc -eq 127 && "$out" == *"cannot run '/nonexistent/program'"* ]] && ok "a missing COMMAND: exit 127, named" ||
   bad "missing command" "rc=$rc" "$out"
 

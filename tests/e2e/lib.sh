@@ -4,8 +4,12 @@
 # check_tasks read what a step printed.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cluster=$here/slurm-cluster
+# gpubind's programs: the build's, or under another Slurm release (GPUBIND_E2E_SLURM) that root's
+# own build, run inside the root (e2e_start_cluster points these at the cluster's wrappers).
 check=$build/bin/gpubind-check
 ctl=$build/bin/gpubindctl
+gpubindd=$build/bin/gpubindd
+runner=$build/bin/gpubind-run
 ncpus=$(nproc)  # check_tasks: tasks own disjoint CPUs while they fit
 passed=0
 failed=0
@@ -44,6 +48,12 @@ e2e_start_cluster() {  # e2e_start_cluster NAME NODES [slurm-cluster start optio
   trap e2e_cleanup EXIT
   eval "$("$cluster" start "$dir" --nodes "$2" --build "$build" "${@:3}")" ||
     { echo "cluster did not start"; exit 1; }
+  if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
+    check=$dir/bin/gpubind-check
+    ctl=$dir/bin/gpubindctl
+    gpubindd=$dir/bin/gpubindd
+    runner=$dir/bin/gpubind-run
+  fi
 }
 
 e2e_no_node_drained() {

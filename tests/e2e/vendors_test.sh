@@ -20,7 +20,7 @@ uuid_env=$(dirname "$(cat "$dir/etc/plugin")")/gpubind_test_uuid_env.so
 [[ -f "$uuid_env" ]] || { echo "no $uuid_env (built with the plugin): skipped"; exit 77; }
 
 # The node's GPUs by Slurm's index (PCI order): two NVIDIA with UUIDs, then two AMD.
-topo=$("$build/bin/gpubindctl" topology --topology "$topology" --json)
+topo=$("$ctl" topology --topology "$topology" --json)
 uuids=$(python3 -c '
 import json, sys
 gpus = json.loads(sys.argv[1])["gpus"]

@@ -1,8 +1,15 @@
 // gpubind-run's pure parts: which local rank a launcher says a process is, which GPUs a worker
-// divides, the CPUs every worker divides alike, and the site's plugstack line.
+// divides, the CPUs every worker divides alike, a binding the user asked the launcher for, and
+// the site's plugstack line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "../support/env_map.h"
 #include "gpubind/client/answer_check.h"
@@ -320,6 +327,80 @@ TEST(AlreadyBound, OnlyASlurmTaskThePluginBoundAsThisRank) {
   EXPECT_FALSE(already_bound_by_plugin(
       lookup({{"GPUBIND_BOUND", "1"}, {"GPUBIND_LOCAL_RANK", "1"}}), torchrun))
       << "workers inside a bound task divide it";
+}
+
+LocalRank launched_by(const std::string& launcher) {
+  LocalRank place;
+  place.launcher = launcher;
+  return place;
+}
+
+// /proc/PID/cmdline of torchrun's agent as Python runs the console script, the worker's own
+// command last (numactl execs it: the worker's parent is the agent).
+std::vector<std::string> agent_words(std::vector<std::string> options) {
+  std::vector<std::string> words = {"/usr/bin/python3", "/usr/bin/torchrun", "--nproc-per-node",
+                                    "2"};
+  words.insert(words.end(), options.begin(), options.end());
+  for (const char* word : {"--no-python", "/opt/gpubind/bin/gpubind-run", "./train", "--lr=1"})
+    words.emplace_back(word);
+  return words;
+}
+
+std::optional<std::string> torchrun_binding(std::vector<std::string> options,
+                                            const std::string& launcher = "torchrun") {
+  auto binding = launcher_binding_of(launched_by(launcher), agent_words(std::move(options)),
+                                     "/opt/gpubind/bin/gpubind-run");
+  if (!binding) return std::nullopt;
+  EXPECT_EQ(binding->launcher, "torchrun");
+  return binding->option;
+}
+
+TEST(LauncherBinding, TorchrunsNumaBindingIsReadInEveryFormArgparseTakes) {
+  EXPECT_EQ(torchrun_binding({"--numa-binding=node"}), "--numa-binding=node");
+  EXPECT_EQ(torchrun_binding({"--numa_binding", "exclusive"}), "--numa-binding=exclusive");
+  EXPECT_EQ(torchrun_binding({"--numa", "socket"}), "--numa-binding=socket") << "abbreviated";
+  EXPECT_EQ(torchrun_binding({"--nu=core-complex"}), "--numa-binding=core-complex");
+  EXPECT_EQ(torchrun_binding({"--rdzv-backend=c10d", "--numa-binding", "node", "--standalone"}),
+            "--numa-binding=node");
+}
+
+TEST(LauncherBinding, NothingElseCountsAsTorchrunsBinding) {
+  EXPECT_FALSE(torchrun_binding({}));
+  EXPECT_FALSE(torchrun_binding({"--n=node"})) << "ambiguous among torchrun's options";
+  EXPECT_FALSE(torchrun_binding({"--numa-bindings=node"}));
+  EXPECT_FALSE(torchrun_binding({"--numa-binding=node"}, "Open MPI")) << "another launcher";
+  EXPECT_FALSE(torchrun_binding({"--numa-binding=node"}, "")) << "--local-rank given";
+  // The worker's own options (after its command) are not torchrun's.
+  EXPECT_FALSE(launcher_binding_of(
+      launched_by("torchrun"),
+      {"python3", "/usr/bin/torchrun", "--no-python", "gpubind-run", "app", "--numa-binding=node"},
+      "gpubind-run"));
+  // Torchrun's last word, with no mode after it, binds nothing.
+  EXPECT_FALSE(launcher_binding_of(launched_by("torchrun"),
+                                   {"python3", "/usr/bin/torchrun", "--numa-binding"}, "x"));
+}
+
+TEST(LauncherBinding, AWorkerCommandNotAmongTheWordsLeavesEveryWordTorchruns) {
+  // torchrun --no-python sh -c 'exec gpubind-run ...': the shell execs gpubind-run, whose argv[0]
+  // is not a word of the agent's command line.
+  EXPECT_TRUE(launcher_binding_of(
+      launched_by("torchrun"),
+      {"python3", "/usr/bin/torchrun", "--numa-binding=node", "--no-python", "sh", "-c", "exec x"},
+      "gpubind-run"));
+}
+
+TEST(LauncherBinding, CommandLineWordsAreReadAsProcWritesThem) {
+  char path[] = "/tmp/gpubind-cmdline-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string cmdline("/usr/bin/python3\0/usr/bin/torchrun\0--numa-binding=node\0\0x\0", 58);
+  ASSERT_EQ(write(fd, cmdline.data(), cmdline.size()), static_cast<ssize_t>(cmdline.size()));
+  close(fd);
+  EXPECT_EQ(command_line_words(path),
+            (std::vector<std::string>{"/usr/bin/python3", "/usr/bin/torchrun",
+                                      "--numa-binding=node", "", "x"}));
+  unlink(path);
+  EXPECT_TRUE(command_line_words("/nonexistent/cmdline").empty());
 }
 
 TEST(Plugstack, TheGpubindLineAndIncludesAreRead) {

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/plan_source.h"
@@ -51,6 +53,7 @@ struct Options {
   std::vector<std::string> flag_words;
   std::optional<std::string> topology, policy, socket, plugstack;
   std::vector<std::string> command;
+  std::string self;  // argv[0], as the launcher ran this program
 };
 
 std::optional<std::string> env_of(const std::string& name) {
@@ -72,6 +75,7 @@ int count_option(const std::string& name, const std::string& text) {
 // Options end at the first word that is not one (or after "--"): COMMAND's own options stay its.
 Options parse_options(int argc, char** argv) {
   Options o;
+  o.self = argc > 0 ? argv[0] : "";
   const std::vector<std::string> value_options = {"--local-rank", "--local-size", "--flags",
                                                   "--topology",   "--policy",     "--socket",
                                                   "--plugstack",  "--order",      "--smt"};
@@ -213,6 +217,21 @@ Result<client::StepPlan> plan_step(const client::StepRequest& request, const Opt
   std::exit(error == ENOENT ? 127 : 126);
 }
 
+// Once per node (local rank 0), as the plugin says an explicit --cpu-bind was kept.
+void say_launcher_binding(const client::LauncherBinding& binding, bool kept) {
+  if (kept) {
+    std::fprintf(stderr,
+                 "gpubind-run: %s %s given: workers keep %s's CPU binding; gpubind sets their "
+                 "GPU and NIC variables\n",
+                 binding.launcher.c_str(), binding.option.c_str(), binding.launcher.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "gpubind-run: %s %s given, but the site sets override_explicit=yes: gpubind's "
+                 "binding replaces %s's\n",
+                 binding.launcher.c_str(), binding.option.c_str(), binding.launcher.c_str());
+  }
+}
+
 std::string host_name() {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -240,6 +259,8 @@ int run(const Options& o, client::OnError& site_on_error) {
   }
 
   const client::LauncherCpus cpus = client::launcher_cpus();
+  const std::optional<client::LauncherBinding> launcher_binding =
+      client::launcher_binding(*place, o.self);
   const client::BuiltRequest built =
       client::launcher_step_request(*place, cpus.cpus, env_of, flags);
   const client::StepRequest& request = built.request;
@@ -266,16 +287,29 @@ int run(const Options& o, client::OnError& site_on_error) {
     for (const std::string& warning : plan->warnings)
       std::fprintf(stderr, "gpubind-run: warning: %s\n", warning.c_str());
   }
-  const client::TaskBinding& task = plan->tasks[place->rank];
+  client::TaskBinding task = plan->tasks[place->rank];
+  // The launcher's binding the user asked for stays, unless the site forces gpubind's.
+  const bool launcher_cpus_kept = launcher_binding && !site.args.override_explicit;
+  if (launcher_binding) {
+    // The CPUs this worker has are torchrun's; no thread count of gpubind's for them.
+    if (launcher_cpus_kept) task = client::with_slurm_cpus(task, current_affinity().to_list());
+    if (place->rank == 0) say_launcher_binding(*launcher_binding, launcher_cpus_kept);
+  }
   if (flags.verbose || flags.dry_run) {
     const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
-    std::fprintf(stderr, "%s%s\n",
+    std::string notes;
+    if (launcher_binding)
+      notes = launcher_cpus_kept ? " (CPUs bound by " + launcher_binding->launcher + ")"
+                                 : " (replaces " + launcher_binding->launcher + "'s CPU binding)";
+    std::fprintf(stderr, "%s%s%s\n",
                  client::describe_binding(host_name(), rank, task, plan->source).c_str(),
-                 flags.dry_run ? " (dry run: not applied)" : "");
+                 notes.c_str(), flags.dry_run ? " (dry run: not applied)" : "");
   }
   if (!flags.dry_run) {
     client::ProcessEnvironment own_env;
-    const client::ApplyOptions how{.align_other_visibility = !flags.no_gpu_env,
+    const client::ApplyOptions how{.bind_cpus = !launcher_cpus_kept,
+                                   .prefer_memory = !launcher_cpus_kept,
+                                   .align_other_visibility = !flags.no_gpu_env,
                                    .clear_stale = true};
     if (auto applied = client::apply_binding(task, own_env, how); !applied) {
       if (on_error == client::OnError::kFail) {
