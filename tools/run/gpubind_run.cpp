@@ -329,6 +329,9 @@ int run(const Options& o, client::OnError& site_on_error) {
 
 int main(int argc, char** argv) {
   using namespace gpubind;
+  // A launcher's workers share one stderr: each message leaves in one write, whole, where an
+  // unbuffered stderr may be written in pieces (glibc's are 128 bytes) that interleave.
+  std::setvbuf(stderr, nullptr, _IOLBF, 1 << 14);
   const run::Options options = run::parse_options(argc, argv);
   client::OnError on_error = client::OnError::kFallback;
   std::string why = "internal error";
