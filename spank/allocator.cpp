@@ -9,7 +9,7 @@ namespace gpubind::spank {
 int allocator_post_opt(spank_t sp) {
   // Slurm hands each component the options of all components read before it: the mark says
   // whether this one was given its own.
-  mark_component_option(sp, state().option_on_component);
+  mark_component_option(sp, state().option_on_component ? "yes" : "no");
   return check_flags_from_env();
 }
 

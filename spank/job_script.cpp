@@ -45,6 +45,8 @@ void job_prolog(spank_t sp, const SiteArgs& site) {
   if (!done) {
     slurm_error("gpubind: job %lu: cannot record its --%s: %s", *job_id, kOptionName,
                 done.error().message.c_str());
+    // Never an earlier job's record of the same id in its place.
+    if (record) (void)client::remove_job_record(site.job_records, *job_id);
   }
 }
 

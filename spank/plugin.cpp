@@ -38,7 +38,20 @@ GPUBIND_EXPORT int slurm_spank_init_failure_mode = ESPANK_NODE_FAILURE;
 namespace gpubind::spank {
 namespace {
 
-int on_option(int /*val*/, const char* optarg, int remote) {
+// Runs `fn`, turning any exception into an error line and `failure`.
+template <class Fn>
+int guarded(const char* where, int failure, Fn fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    slurm_error("gpubind: %s: internal error: %s", where, e.what());
+  } catch (...) {
+    slurm_error("gpubind: %s: internal error", where);
+  }
+  return failure;
+}
+
+int on_option_unguarded(const char* optarg, int remote) {
   PluginState& s = state();
   s.option_given = true;
   s.option_value = optarg ? optarg : "";
@@ -59,17 +72,8 @@ int on_option(int /*val*/, const char* optarg, int remote) {
   return 0;
 }
 
-// Runs `fn`, turning any exception into an error line and `failure`.
-template <class Fn>
-int guarded(const char* where, int failure, Fn fn) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    slurm_error("gpubind: %s: internal error: %s", where, e.what());
-  } catch (...) {
-    slurm_error("gpubind: %s: internal error", where);
-  }
-  return failure;
+int on_option(int /*val*/, const char* optarg, int remote) {
+  return guarded("--gpu-bind-auto", -1, [&] { return on_option_unguarded(optarg, remote); });
 }
 
 }  // namespace
@@ -94,10 +98,10 @@ int check_flags_from_env() {
   return 0;
 }
 
-void mark_component_option(spank_t sp, bool given) {
+void mark_component_option(spank_t sp, const char* mark) {
   PluginState& s = state();
   // A mark that cannot be set leaves the job's option as Slurm passes it.
-  spank_job_control_setenv(sp, client::kComponentOptionEnv, given ? "yes" : "no", 1);
+  spank_job_control_setenv(sp, client::kComponentOptionEnv, mark, 1);
   s.option_on_component = false;
   s.replay_seen_on_component = false;
 }

@@ -66,8 +66,9 @@ struct spank_option* bind_option();
 int check_flags_from_env();
 
 // srun, sbatch and salloc, once a component's options are read: marks that component's job with
-// whether the job's --gpu-bind-auto was given on it (job_option.h), for its nodes' job prologs.
-void mark_component_option(spank_t sp, bool given);
+// whether the job's --gpu-bind-auto was given on it ("yes", "no", "step": client::
+// kComponentOptionEnv), for its nodes' job prologs.
+void mark_component_option(spank_t sp, const char* mark);
 
 // Per-context entry points: srun.cpp (S_CTX_LOCAL), allocator.cpp (S_CTX_ALLOCATOR: sbatch and
 // salloc), slurmstepd.cpp (S_CTX_REMOTE), job_script.cpp (S_CTX_JOB_SCRIPT: slurmd's job prolog

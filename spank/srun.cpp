@@ -69,13 +69,26 @@ void pass_het_components() {
   if (components.size() > 1) pass_components(components);
 }
 
+// Whether srun's own arguments give --gpu-bind-auto (before the command is known: a command
+// taking such an argument itself counts too).
+bool given_on_command_line() {
+  const std::vector<std::string> args = own_arguments();
+  if (args.empty()) return false;
+  for (const LauncherComponent& component :
+       launcher_components(std::vector<std::string>(args.begin() + 1, args.end()), 0)) {
+    if (component.flags) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int srun_post_opt(spank_t sp) {
-  // srun's own option is its step's alone: a job srun allocates records only the option of a
-  // job srun runs inside (from the environment Slurm gives the job's steps), for the nodes whose
-  // prolog a step of that job starts (without PrologFlags=Alloc).
-  mark_component_option(sp, state().user_env_option);
+  // srun's own option is its step's alone. The job's, which srun replays from the environment
+  // Slurm gives the job's steps, is recorded by the prolog a step starts on a node (without
+  // PrologFlags=Alloc) only where srun was not given its own, which would take its place there.
+  const bool own = given_on_command_line();
+  mark_component_option(sp, state().user_env_option && !own ? "yes" : "step");
   pass_het_components();
   return check_flags_from_env();
 }

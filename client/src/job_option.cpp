@@ -45,7 +45,7 @@ Status write_all(int fd, const std::string& text) {
 
 std::optional<JobOption> job_option_to_record(const std::optional<std::string>& component_mark,
                                               const std::optional<std::string>& option) {
-  if (!option) return std::nullopt;
+  if (!option || component_mark == "step") return std::nullopt;
   // Without a mark (a client that does not set one) the option counts as the job's own.
   if (component_mark == "no") return JobOption{false, ""};
   return JobOption{true, *option};
@@ -74,8 +74,12 @@ Status write_job_record(const std::string& dir, unsigned long job_id, const JobO
   if (text.size() > kMaxRecordBytes)
     return make_error("--gpu-bind-auto's value is " + std::to_string(option.flags.size()) +
                       " bytes: not recorded");
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+  if (mkdir(dir.c_str(), 0755) == 0) {
+    // Steps read records as the job's user: the folder must be searchable whatever the umask.
+    if (chmod(dir.c_str(), 0755) != 0) return make_error(errno_text("cannot set the mode of", dir));
+  } else if (errno != EEXIST) {
     return make_error(errno_text("cannot make", dir));
+  }
   if (auto folder = check_folder(dir, geteuid()); !folder) return folder;
   // Written whole under another name, then renamed: a step never reads half a record.
   const std::string path = job_record_path(dir, job_id);

@@ -81,6 +81,13 @@ bool mem_bind_type_is_explicit(const std::string& type) {
          type.rfind("mask_mem:", 0) == 0;
 }
 
+// "--gpu-bind-auto", or an abbreviation srun's getopt_long takes for it: any longer than
+// "--gpu-bind" (srun's own option), which only --gpu-bind-auto begins with.
+bool names_gpu_bind_auto(const std::string& name) {
+  const std::string option = "--gpu-bind-auto";
+  return name.size() > std::string("--gpu-bind").size() && option.rfind(name, 0) == 0;
+}
+
 std::vector<LauncherComponent> launcher_components(const std::vector<std::string>& args,
                                                    int first_command_argc) {
   std::vector<std::vector<std::string>> parts(1);
@@ -98,10 +105,10 @@ std::vector<LauncherComponent> launcher_components(const std::vector<std::string
   for (const std::vector<std::string>& options : parts) {
     LauncherComponent component;
     component.binding = explicit_binding(options);
-    const std::string option = "--gpu-bind-auto";
     for (const std::string& arg : options) {
-      if (arg == option) component.flags = "";
-      if (arg.rfind(option + "=", 0) == 0) component.flags = arg.substr(option.size() + 1);
+      const size_t eq = arg.find('=');
+      if (!names_gpu_bind_auto(arg.substr(0, eq))) continue;
+      component.flags = eq == std::string::npos ? "" : arg.substr(eq + 1);
     }
     components.push_back(std::move(component));
   }

@@ -2,8 +2,9 @@
 # A job's --gpu-bind-auto binds every step of the job, including those that do not carry it: a
 # step attached from outside (srun --jobid --overlap), and the steps of a heterogeneous batch job,
 # where the option applies to the component it was given on. srun's own option still wins, and
-# binds only its own step even in the job srun allocates for it; the job record each node's prolog
-# keeps goes when the job ends.
+# binds only its own step even in the job srun allocates for it (also where, without
+# PrologFlags=Alloc, its step starts a node's prolog); the job record each node's prolog keeps goes
+# when the job ends.
 # Usage: job_option_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -103,5 +104,23 @@ het_job 0
   ok "batch hetjob, option on component 0: its step is bound, component 1's is not" ||
   bad "batch hetjob, option on component 0" "$out"
 
+e2e_no_node_drained
+
+# --- Without PrologFlags=Alloc a node's prolog runs from the first step there. A step given its
+# own option does not record it as the job's: later steps keep the job's option on every node. ---
+e2e_cleanup
+e2e_start_cluster job-option-no-alloc 2 --no-alloc-prolog
+cat >"$dir/first-step-own.sh" <<EOF
+#!/bin/bash
+#SBATCH -N2 -n2 --gpus-per-node=1 --gpu-bind-auto
+srun -N2 -n2 --gpu-bind-auto=off true
+srun -N2 -n2 $check --json
+EOF
+jid=$(sbatch --parsable -o "$dir/first-step-own.out" "$dir/first-step-own.sh")
+wait_gone "$jid"
+out=$(cat "$dir/first-step-own.out" 2>&1)
+[[ $(json_count) -eq 2 && $(bound_count) -eq 2 ]] &&
+  ok "no PrologFlags=Alloc, a first step with its own --gpu-bind-auto=off: later steps bound on both nodes" ||
+  bad "first step's own option without Alloc" "$out"
 e2e_no_node_drained
 e2e_finish

@@ -53,9 +53,11 @@ check_node() {
 }
 
 e2e_start_cluster l3-socket 1 --topology "$topology" --slurmd-topology
+trap 'e2e_cleanup; rm -f "$topology"' EXIT
 check_node "sockets are packages"
 e2e_cleanup
 e2e_start_cluster l3-socket 1 --topology "$topology" --l3cache-as-socket
+trap 'e2e_cleanup; rm -f "$topology"' EXIT
 [[ "$(scontrol show config | grep -i '^SlurmdParameters')" == *l3cache_as_socket* &&
   "$(scontrol show node n1)" == *"Sockets=2"* ]] &&
   ok "l3cache_as_socket: Slurm counts the two L3s as sockets" ||

@@ -22,6 +22,8 @@ TEST(JobOption, RecordedFromTheComponentMarkAndTheOption) {
   EXPECT_EQ(job_option_to_record(std::nullopt, "(null)"), (JobOption{true, "(null)"}));
   // An earlier component's option, handed on by Slurm: recorded as not this component's.
   EXPECT_EQ(job_option_to_record("no", "verbose"), (JobOption{false, ""}));
+  // srun's own option is its step's: a prolog its step starts records nothing.
+  EXPECT_FALSE(job_option_to_record("step", "verbose"));
   EXPECT_FALSE(job_option_to_record("no", std::nullopt));
   EXPECT_FALSE(job_option_to_record("yes", std::nullopt));
 }
@@ -118,6 +120,18 @@ TEST(JobOption, SiteSaysWhereRecordsLive) {
     ASSERT_FALSE(site) << bad;
     EXPECT_NE(site.error().message.find("job_records"), std::string::npos);
   }
+}
+
+TEST(JobOption, SrunsOwnOptionIsReadAbbreviatedAsGetoptTakesIt) {
+  for (const char* given :
+       {"--gpu-bind-auto", "--gpu-bind-auto=verbose", "--gpu-bind-a=off", "--gpu-bind-=off"}) {
+    const auto components = launcher_components({"-n2", given, "./a.out"}, 1);
+    ASSERT_EQ(components.size(), 1u);
+    EXPECT_TRUE(components[0].flags) << given;
+  }
+  EXPECT_EQ(*launcher_components({"--gpu-bind-a=off", "x"}, 1)[0].flags, "off");
+  for (const char* other : {"--gpu-bind=closest", "--gpu-bind", "--gpu", "--gpu-bind-autox"})
+    EXPECT_FALSE(launcher_components({other, "./a.out"}, 1)[0].flags) << other;
 }
 
 TEST(JobOption, SrunsOwnFlagsArePassedAndCleared) {

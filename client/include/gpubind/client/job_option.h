@@ -15,8 +15,11 @@ namespace gpubind::client {
 
 inline constexpr const char* kDefaultJobRecordDir = "/run/gpubind-jobs";
 
-// sbatch, salloc and srun mark each component's job: "yes" where --gpu-bind-auto was given on
-// it, "no" where not (Slurm's prolog sees it as SPANK_ + this name).
+// sbatch and salloc mark each component's job: "yes" where --gpu-bind-auto was given on it, "no"
+// where not; srun marks "yes" where it runs inside a job that has the option and was not given
+// its own, else "step": an option srun carries is its step's, not the job's, and a prolog that
+// such a step starts (without PrologFlags=Alloc) records nothing. Slurm's prolog sees the mark
+// as SPANK_ + this name.
 inline constexpr const char* kComponentOptionEnv = "GPUBIND_OPTION_ON_COMPONENT";
 
 struct JobOption {

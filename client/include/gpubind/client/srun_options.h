@@ -26,6 +26,8 @@ struct LauncherComponent {
   std::optional<std::string> flags;
   ExplicitBinding binding;
 };
+// Whether an option name (the text before '=') is --gpu-bind-auto, abbreviations included.
+bool names_gpu_bind_auto(const std::string& name);
 // `args` are srun's arguments after its name; `first_command_argc` is the length of the first
 // component's command (Slurm's S_JOB_ARGV), which ends that component's options exactly. Later
 // components have no such boundary: all their arguments are read, which matters only where a
