@@ -78,9 +78,14 @@ class Scorer {
       check_shared_cpus();
       check_l3_straddles();
       check_balance();
+      check_domain_cores_home();
+      check_domain_task_counts();
+      check_spares_nearest();
+      check_numa_task_counts();
       measure_gpu_locality();
     }
     check_gpu_nearness();
+    check_gpu_matching();
     measure_cores_used();
     measure_nics();
     return std::move(score_);
@@ -324,6 +329,254 @@ class Scorer {
                      ? " (task " + std::to_string(them->plan->rank) + "'s, a swap costs it nothing)"
                      : " (unused)") +
                 " holds most of them");
+        break;
+      }
+    }
+  }
+
+  // The task's CPUs in `domain` hold more than half of them.
+  static bool mostly_in(const TaskView& task, const CpuSet& domain) {
+    return 2 * (task.plan->cpus & domain).count() > task.plan->cpus.count();
+  }
+
+  // order=cpu: each GPU's tasks. A task mostly in a NUMA node that holds a GPU (the GPU's
+  // locality lies inside it) gets a GPU of that node while one is held by a task from elsewhere,
+  // or carries fewer tasks than the task's own GPU.
+  void check_gpu_matching() {
+    const int gpus = static_cast<int>(node_.gpus.size());
+    if (spec_.order != Order::kCpu || gpus == 0) return;
+    std::vector<std::vector<const TaskView*>> holders(gpus);
+    for (const TaskView& task : tasks_) {
+      for (int gpu : task.gpus)
+        holders[gpu].push_back(&task);
+    }
+    for (const CpuSet& numa : node_.ref.numas) {
+      std::vector<int> local;
+      for (int g = 0; g < gpus; ++g) {
+        if (!node_.gpus[g].locality.empty() && node_.gpus[g].locality.is_subset_of(numa))
+          local.push_back(g);
+      }
+      if (local.empty()) continue;
+      auto holds_local = [&](const TaskView& task) {
+        return std::any_of(task.gpus.begin(), task.gpus.end(), [&](int g) {
+          return std::find(local.begin(), local.end(), g) != local.end();
+        });
+      };
+      for (const TaskView& task : tasks_) {
+        if (task.gpus.empty() || task.plan->cpus.empty() || !mostly_in(task, numa) ||
+            holds_local(task))
+          continue;
+        const size_t own_load = holders[task.gpus[0]].size();
+        for (int g : local) {
+          const auto outsider =
+              std::find_if(holders[g].begin(), holders[g].end(),
+                           [&](const TaskView* t) { return !mostly_in(*t, numa); });
+          const bool idle_enough = holders[g].size() < own_load;
+          if (outsider == holders[g].end() && !idle_enough) continue;
+          add("gpu-matching",
+              name(task) + " lies in NUMA node with CPUs " + numa.to_list() + " but got GPU " +
+                  std::to_string(task.gpus[0]) + " from elsewhere, while that node's GPU " +
+                  std::to_string(g) +
+                  (idle_enough ? " carries fewer tasks"
+                               : " went to " + name(**outsider) + ", which lies elsewhere"));
+          break;
+        }
+      }
+    }
+  }
+
+  // order=cpu: a NUMA node's tasks (those mostly inside it) stay within one of its share of the
+  // step's tasks, in proportion to its usable cores.
+  void check_numa_task_counts() {
+    if (spec_.order != Order::kCpu || node_.ref.numas.size() < 2) return;
+    const int usable_total = usable_.count();
+    for (const CpuSet& numa : node_.ref.numas) {
+      int usable_here = 0;
+      usable_.for_each([&](int core) { usable_here += node_.ref.cores[core].intersects(numa); });
+      int tasks_here = 0;
+      for (const TaskView& task : tasks_)
+        tasks_here += !task.plan->cpus.empty() && mostly_in(task, numa);
+      const double share = static_cast<double>(spec_.ntasks) * usable_here / usable_total;
+      if (tasks_here < share + 1) continue;
+      add("numa-tasks", "NUMA node with CPUs " + numa.to_list() + " holds " +
+                            plural(tasks_here, "task") + ", its share of the usable cores being " +
+                            std::to_string(share).substr(0, 4));
+    }
+  }
+
+  // order=gpu, tasks at least GPUs: a GPU domain whose GPUs carry more tasks than it has usable
+  // cores, while another's carry fewer, and one of the first domain's most loaded GPUs could
+  // give a task to a less loaded GPU of the second, the split staying even.
+  void check_domain_task_counts() {
+    const int gpus = static_cast<int>(node_.gpus.size());
+    if (spec_.order != Order::kGpu || gpus == 0 || spec_.ntasks < gpus) return;
+    std::vector<int> load(gpus, 0);
+    for (const TaskView& task : tasks_) {
+      if (!task.gpus.empty()) ++load[task.gpus[0]];
+    }
+    const int most = *std::max_element(load.begin(), load.end());
+    std::map<std::string, std::vector<int>> domains;  // first-GPU locality -> its GPUs
+    for (int g = 0; g < gpus; ++g)
+      domains[node_.gpus[g].locality.to_list()].push_back(g);
+    struct Room {
+      int tasks = 0, cores = 0;
+      bool full_gpu = false, light_gpu = false;
+    };
+    std::vector<std::pair<std::string, Room>> rooms;
+    for (const auto& [key, members] : domains) {
+      Room room;
+      const CpuSet& locality = node_.gpus[members.front()].locality;
+      usable_.for_each(
+          [&](int core) { room.cores += node_.ref.cores[core].is_subset_of(locality); });
+      for (int g : members) {
+        room.tasks += load[g];
+        room.full_gpu |= load[g] == most;
+        room.light_gpu |= load[g] < most;
+      }
+      rooms.push_back({key, room});
+    }
+    for (const auto& [crowded, a] : rooms) {
+      if (a.tasks <= a.cores || !a.full_gpu) continue;
+      for (const auto& [roomy, b] : rooms) {
+        if (b.tasks >= b.cores || !b.light_gpu) continue;
+        add("domain-tasks", "the GPUs of domain " + crowded + " carry " + plural(a.tasks, "task") +
+                                " for " + plural(a.cores, "usable core") +
+                                " while those of domain " + roomy + " carry " +
+                                plural(b.tasks, "task") + " for " + plural(b.cores, "usable core"));
+        return;
+      }
+    }
+  }
+
+  // order=gpu: the cores of a task's home that another task holds, though it is not that task's
+  // home, while the first task holds cores outside its home (or such a core stays idle).
+  void check_domain_cores_home() {
+    if (spec_.order != Order::kGpu) return;
+    std::vector<const TaskView*> owner(node_.ref.cores.size(), nullptr);
+    for (const TaskView& task : tasks_)
+      task.cores.for_each([&](int core) { owner[core] = &task; });
+    for (const TaskView& task : tasks_) {
+      if (task.gpus.empty()) continue;
+      const CpuSet home = home_of(task);
+      if (cores_in(task, home).count() == task.ncores) continue;  // all at home
+      bool reported = false;
+      usable_.for_each([&](int core) {
+        if (reported || !node_.ref.cores[core].is_subset_of(home)) return;
+        const TaskView* holder = owner[core];
+        if (holder == &task) return;
+        if (holder &&
+            (holder->gpus.empty() || node_.ref.cores[core].is_subset_of(home_of(*holder))))
+          return;
+        reported = true;
+        add("domain-cores", name(task) + " holds cores outside its GPUs' domain while core " +
+                                std::to_string(core) + " of that domain " +
+                                (holder ? "went to " + name(*holder) + ", whose GPUs are elsewhere"
+                                        : "stays idle"));
+      });
+    }
+  }
+
+  // PUs of the smallest L3, NUMA node or package holding both `home` and `core` (0: the core is
+  // home; the machine's PUs when no domain holds both).
+  int spare_distance(const CpuSet& home, int core) const {
+    const CpuSet& cpus = node_.ref.cores[core];
+    if (cpus.is_subset_of(home)) return 0;
+    const CpuSet both = home | cpus;
+    int smallest = node_.ref.machine.count();
+    for (const auto* level : {&node_.ref.l3s, &node_.ref.numas, &node_.ref.packages}) {
+      for (const CpuSet& domain : *level) {
+        if (both.is_subset_of(domain)) smallest = std::min(smallest, domain.count());
+      }
+    }
+    return smallest;
+  }
+
+  struct Spare {
+    const TaskView* task;
+    int core;
+    int distance;
+  };
+
+  // A spare core T holds that a task V nearer to it should have had, V having fewer cores than
+  // a task U whose spare T could take instead no farther: V takes T's core, T takes U's, and
+  // the cores come nearer in sum with the counts no less even (12 tasks on two 56-core sockets:
+  // the larger shares all on one socket, whose tasks then reach across for cores).
+  void check_spare_chains(const std::vector<Spare>& spares, const std::vector<CpuSet>& homes) {
+    const size_t n = tasks_.size();
+    auto weight = [&](size_t t) { return std::max<long>(1, tasks_[t].gpus.size()); };
+    auto index_of = [&](const TaskView* task) { return static_cast<size_t>(task - tasks_.data()); };
+    for (const Spare& far : spares) {
+      const size_t t = index_of(far.task);
+      for (size_t v = 0; v < n; ++v) {
+        if (v == t || tasks_[v].gpus.empty()) continue;
+        const int v_there = spare_distance(homes[v], far.core);
+        if (v_there >= far.distance) continue;
+        for (const Spare& other : spares) {
+          const size_t u = index_of(other.task);
+          if (u == t || u == v) continue;
+          // V one core more is still no richer per GPU than U was.
+          if (tasks_[u].ncores * weight(v) < (tasks_[v].ncores + 1) * weight(u)) continue;
+          const int t_there = spare_distance(homes[t], other.core);
+          if (t_there > far.distance || (v_there - far.distance) + (t_there - other.distance) >= 0)
+            continue;
+          add("spare-far", name(*far.task) + " holds spare core " + std::to_string(far.core) +
+                               " nearer " + name(tasks_[v]) + ", which has fewer cores than " +
+                               name(*other.task) + ", whose spare core " +
+                               std::to_string(other.core) + " lies no farther from " +
+                               name(*far.task));
+          return;  // one chain per case says enough
+        }
+      }
+    }
+  }
+
+  // order=gpu: spare cores (outside a task's GPUs' domains) go nearest first across all tasks:
+  // no idle usable core is nearer a task than one of its spares, and no two tasks would both
+  // come nearer (neither farther) by swapping one spare each.
+  void check_spares_nearest() {
+    if (spec_.order != Order::kGpu) return;
+    std::vector<Spare> spares;
+    std::vector<CpuSet> homes;
+    for (const TaskView& task : tasks_)
+      homes.push_back(home_of(task));
+    for (size_t t = 0; t < tasks_.size(); ++t) {
+      if (tasks_[t].gpus.empty()) continue;
+      tasks_[t].cores.for_each([&](int core) {
+        const int d = spare_distance(homes[t], core);
+        if (d > 0) spares.push_back({&tasks_[t], core, d});
+      });
+    }
+    if (spares.empty()) return;
+    check_spare_chains(spares, homes);
+    const CpuSet idle = usable_.minus(used_cores_);
+    std::vector<bool> reported(tasks_.size(), false);
+    auto index_of = [&](const TaskView* task) { return static_cast<size_t>(task - tasks_.data()); };
+    for (const Spare& spare : spares) {
+      const size_t t = index_of(spare.task);
+      if (reported[t]) continue;
+      int nearer = -1;
+      idle.for_each([&](int core) {
+        if (nearer < 0 && spare_distance(homes[t], core) < spare.distance) nearer = core;
+      });
+      if (nearer >= 0) {
+        reported[t] = true;
+        add("spare-far", name(*spare.task) + " holds spare core " + std::to_string(spare.core) +
+                             " while core " + std::to_string(nearer) +
+                             ", nearer its GPUs, stays idle");
+        continue;
+      }
+      for (const Spare& other : spares) {
+        const size_t u = index_of(other.task);
+        if (u == t || reported[u]) continue;
+        const int mine_there = spare_distance(homes[t], other.core);
+        const int theirs_here = spare_distance(homes[u], spare.core);
+        if (mine_there > spare.distance || theirs_here > other.distance ||
+            mine_there + theirs_here >= spare.distance + other.distance)
+          continue;
+        reported[t] = reported[u] = true;
+        add("spare-far", name(*spare.task) + " and " + name(*other.task) +
+                             " would both come nearer their GPUs by swapping spare cores " +
+                             std::to_string(spare.core) + " and " + std::to_string(other.core));
         break;
       }
     }

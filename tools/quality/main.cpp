@@ -8,9 +8,11 @@
 //
 // Terms. A task's cores: the reference cores holding its CPUs; its share: their number. Usable
 // cores: cores with a PU not reserved (reserve: every PU of the first core of each L3).
-// Oversubscribed: ntasks > usable cores. A device's locality: the smallest (fewest PUs) L3, NUMA
-// node or package whose cpuset holds the cpuset of its PCI device's non-I/O ancestor, else the
-// machine (a GPU without PCI id: gpubind's locality). A task's home: the union of its GPUs'
+// Oversubscribed: ntasks > usable cores. A device's anchor: the cpuset of its PCI device's non-I/O
+// ancestor (hwloc_get_non_io_ancestor_obj); where that holds no CPU (I/O below a CPU-less NUMA
+// node), the NUMA nodes with CPUs that hwloc's NUMA distance matrix puts nearest to the CPU-less
+// nodes of its nodeset, over the whole machine. Its locality: the smallest (fewest PUs) L3, NUMA
+// node or package holding the anchor, else the machine (a GPU without PCI id: gpubind's). A task's home: the union of its GPUs'
 // localities under order=gpu, else the machine. GPU g is near a task when g's locality holds
 // more than half of the task's CPUs. NIC distance from a GPU: the PCI bridges crossed when the
 // two share a bridge below the host bridge, else 1000 + PUs of the smallest of {the GPU's
@@ -43,7 +45,25 @@
 //                 touches and max - min is at most the usable cores of the roomiest L3;
 //   gpu-not-near  order=cpu, ntasks = G: a task's GPU is not near it while a GPU no task holds
 //                 is, or another task's GPU is and swapping would not make that task lose its
-//                 near GPU.
+//                 near GPU;
+//   gpu-matching  order=cpu: a task mostly inside a NUMA node that holds GPUs (their locality
+//                 inside it) has none of them, while one of them is held by a task mostly
+//                 outside the node or carries fewer tasks than the task's own GPU;
+//   numa-tasks    order=cpu, not oversubscribed: a NUMA node holds (as most of their CPUs) a
+//                 whole task more than its share of the tasks, in proportion to usable cores;
+//   domain-tasks  order=gpu, ntasks >= G, not oversubscribed: the GPUs of one locality carry more
+//                 tasks than it has usable cores while another's carry fewer, one of the first's
+//                 GPUs carrying the most tasks and one of the second's fewer;
+//   domain-cores  order=gpu, not oversubscribed: a task holds cores outside its home while a
+//                 usable core of its home stays idle or is held by a task whose home it is not;
+//   spare-far     order=gpu, not oversubscribed, with a task's distance to a core: 0 inside its
+//                 home, else the PUs of the smallest L3, NUMA node or package holding both (the
+//                 machine's PUs if none): a task's core outside its home while an idle usable
+//                 core is nearer it; two tasks that would both come nearer, neither farther,
+//                 by swapping one such core each; or a chain: task T's such core is nearer a
+//                 task V, and a task U with more cores per GPU than V would have with one more
+//                 holds such a core no farther from T, the three moves bringing cores nearer in
+//                 sum.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

@@ -56,6 +56,54 @@ Result<TopologyHandle> open_topology(const std::string& path) {
   return topo;
 }
 
+// The NUMA nodes with CPUs nearest (by hwloc's NUMA distance matrix) to any of the CPU-less
+// NUMA nodes in `nodeset`; empty without a matrix or a CPU-less node in it.
+CpuSet nearest_numa_with_cpus(hwloc_topology_t topo, hwloc_const_nodeset_t nodeset) {
+  unsigned count = 1;
+  hwloc_distances_s* matrix = nullptr;
+  if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &count, &matrix, 0, 0) != 0 ||
+      count == 0)
+    return {};
+  CpuSet nearest;
+  hwloc_uint64_t best = 0;
+  bool found = false;
+  for (unsigned from = 0; from < matrix->nbobjs; ++from) {
+    const hwloc_obj_t source = matrix->objs[from];
+    if (!hwloc_bitmap_iszero(source->cpuset) || !hwloc_bitmap_isset(nodeset, source->os_index))
+      continue;
+    for (unsigned to = 0; to < matrix->nbobjs; ++to) {
+      const hwloc_obj_t target = matrix->objs[to];
+      if (hwloc_bitmap_iszero(target->cpuset)) continue;
+      const hwloc_uint64_t d = matrix->values[from * matrix->nbobjs + to];
+      if (!found || d < best) {
+        nearest = to_cpuset(target->cpuset);
+        best = d;
+        found = true;
+      } else if (d == best) {
+        nearest |= to_cpuset(target->cpuset);
+      }
+    }
+  }
+  hwloc_distances_release(topo, matrix);
+  return nearest;
+}
+
+// The CPUs a PCI device is local to: those of its non-I/O ancestor (hwloc's own answer). Where
+// that ancestor holds no CPU (I/O hung below GPU or CXL memory exposed as a CPU-less NUMA node),
+// the NUMA nodes with CPUs that the distance matrix puts nearest to that memory, over the whole
+// machine; without a matrix, the nearest ancestor with CPUs.
+CpuSet anchor_cpus(hwloc_topology_t topo, hwloc_obj_t pci) {
+  hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo, pci);
+  if (!hwloc_bitmap_iszero(anchor->cpuset)) return to_cpuset(anchor->cpuset);
+  if (anchor->nodeset) {
+    CpuSet nearest = nearest_numa_with_cpus(topo, anchor->nodeset);
+    if (!nearest.empty()) return nearest;
+  }
+  while (anchor->parent && hwloc_bitmap_iszero(anchor->cpuset))
+    anchor = anchor->parent;
+  return to_cpuset(anchor->cpuset);
+}
+
 }  // namespace
 
 Result<Reference> Reference::load(const std::string& xml_path) {
@@ -72,7 +120,7 @@ Result<Reference> Reference::load(const std::string& xml_path) {
   if (ref.cores.empty()) return make_error("'" + xml_path + "': no CPUs");
   for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(t, pci));) {
     DevicePlace place;
-    place.anchor = to_cpuset(hwloc_get_non_io_ancestor_obj(t, pci)->cpuset);
+    place.anchor = anchor_cpus(t, pci);
     place.locality = ref.smallest_domain(place.anchor);
     place.bridges = bridges_above(pci);
     ref.pci.emplace(hwloc::pci_bus_id(pci), std::move(place));

@@ -188,15 +188,159 @@ void Planner::share_spare_cores() {
       std::push_heap(heap.begin(), heap.end(), richer);
     }
   }
-  for (int task = 0; task < ntasks_; ++task) {
-    if (static_cast<int>(task_cores_[task].size()) < target[task])
-      spill(task, target[task], task_place(task));
+  if (policy_.gpu_domain_only) {
+    for (int task = 0; task < ntasks_; ++task) {
+      if (static_cast<int>(task_cores_[task].size()) < target[task])
+        spill(task, target[task], task_place(task));
+    }
+  } else {
+    hand_out_spares_nearest(target, weight);
   }
   // Tasks get fewer CPUs than the step holds: say why.
   const auto idle = std::count(core_owners_.begin(), core_owners_.end(), 0);
   if (idle > 0) {
     warn(counted(idle, "usable core") + " of the step " + (idle == 1 ? "stays" : "stay") +
          " idle: no task's GPU is near " + (idle == 1 ? "it" : "them") + " (gpu_domain_only)");
+  }
+}
+
+// Spare cores go nearest first across all tasks at once, not task by task: at each distance
+// (the task's own L3, NUMA node, package, then farther), the poorest task (fewest cores per
+// GPU) that has a free core that near takes one, up to the most cores the even share gives a
+// task of its weight. So the larger shares go to the tasks with spares nearby, and no task
+// reaches across a socket for a core another task would have found at home. Then each L3
+// group's spares are laid out in runs, in the order of their takers' own cores.
+void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<int>& weight) {
+  if (groups_.empty()) build_groups();
+  const int ngroups = static_cast<int>(groups_.size());
+  // The even share in numbers: of the tasks of one weight that take spares, each takes at least
+  // the smaller count and as many as took the larger count before may take one more (`slots`).
+  // Which ones do is decided by where the spares lie.
+  Scratch<int> cap(ntasks_), held(ntasks_);
+  Scratch<std::pair<int, int>> slots;  // (weight, tasks that may take one more)
+  for (int task = 0; task < ntasks_; ++task) {
+    held[task] = static_cast<int>(task_cores_[task].size());
+    cap[task] = target[task];
+  }
+  for (int task = 0; task < ntasks_; ++task) {
+    if (target[task] <= held[task]) continue;
+    int larger = 0;
+    for (int other = 0; other < ntasks_; ++other) {
+      if (weight[other] != weight[task] || target[other] <= held[other]) continue;
+      cap[task] = std::min(cap[task], target[other]);
+      larger = std::max(larger, target[other]);
+    }
+    if (std::none_of(slots.begin(), slots.end(), [&](auto& s) { return s.first == weight[task]; }))
+      slots.push_back({weight[task], 0});
+    if (target[task] == larger && larger > cap[task]) {
+      for (auto& [w, count] : slots)
+        count += w == weight[task];
+    }
+  }
+  auto slot_of = [&](int task) -> int* {
+    for (auto& [w, count] : slots)
+      if (w == weight[task]) return &count;
+    return nullptr;
+  };
+  Scratch<bool> may_take_more(ntasks_);  // a task of the smaller count, while slots remain
+  for (int task = 0; task < ntasks_; ++task)
+    may_take_more[task] = target[task] > held[task];
+  auto may_take = [&](int task) {
+    if (held[task] < cap[task]) return true;
+    const int* free_slots = slot_of(task);
+    return may_take_more[task] && free_slots && *free_slots > 0;
+  };
+  auto still_wanted = [&](int task) { return std::max(1, cap[task] - held[task]); };
+  // Distances from each task to each group, and the distinct distances in order.
+  Scratch<int> to_group(static_cast<size_t>(ntasks_) * ngroups), levels;
+  Scratch<int> own(ntasks_);
+  for (int task = 0; task < ntasks_; ++task) {
+    const Place anchor = task_place(task);
+    own[task] = task_cores_[task].empty() ? 0 : task_cores_[task].front();
+    for (int g = 0; g < ngroups; ++g) {
+      const int d = distance(anchor, place_of(usable_[groups_[g].units.front()]));
+      to_group[static_cast<size_t>(task) * ngroups + g] = d;
+      if (groups_[g].free > 0) levels.push_back(d);
+    }
+  }
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+
+  // The nearest group with a free core within `level`; among equals the one the task already
+  // takes from, then one that holds all it may still take, then the one nearest its own cores.
+  // -1 for none.
+  Scratch<int> last_group(ntasks_, -1);
+  Scratch<int> promised(ngroups, 0);  // what the tasks taking from a group may still take
+  auto nearest_group = [&](int task, int level) {
+    int best = -1;
+    std::array<int, 5> best_key{};
+    for (int g = 0; g < ngroups; ++g) {
+      const int d = to_group[static_cast<size_t>(task) * ngroups + g];
+      if (groups_[g].free == 0 || d > level) continue;
+      const int first = groups_[g].units[groups_[g].next];
+      const std::array<int, 5> key = {d, g == last_group[task] ? 0 : 1,
+                                      groups_[g].free - promised[g] >= still_wanted(task) ? 0 : 1,
+                                      std::abs(first - own[task]), first};
+      if (best < 0 || key < best_key) {
+        best = g;
+        best_key = key;
+      }
+    }
+    return best;
+  };
+  // Poorest first: fewest cores per GPU, then the lowest rank (a min-heap through `richer`).
+  auto richer = [&](int a, int b) {
+    const long x = static_cast<long>(held[a]) * weight[b];
+    const long y = static_cast<long>(held[b]) * weight[a];
+    return x != y ? x > y : a > b;
+  };
+  Scratch<std::array<int, 2>> takes;  // (group, task), one per spare core
+  Scratch<int> heap;
+  for (int level : levels) {
+    heap.clear();
+    for (int task = 0; task < ntasks_; ++task) {
+      if (may_take(task)) heap.push_back(task);
+    }
+    std::make_heap(heap.begin(), heap.end(), richer);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), richer);
+      const int task = heap.back();
+      heap.pop_back();
+      if (!may_take(task)) continue;  // the larger shares went while it waited
+      const int g = nearest_group(task, level);
+      if (g < 0) continue;  // nothing this near is left: not again at this level
+      if (g != last_group[task]) {
+        if (last_group[task] >= 0) promised[last_group[task]] -= cap[task] - held[task];
+        promised[g] += cap[task] - held[task];
+        last_group[task] = g;
+      }
+      if (held[task] == cap[task]) {  // one of the larger shares
+        may_take_more[task] = false;
+        --*slot_of(task);
+        ++cap[task];
+        ++promised[g];
+      }
+      --groups_[g].free;
+      --promised[g];
+      ++held[task];
+      takes.push_back({g, task});
+      if (may_take(task)) {
+        heap.push_back(task);
+        std::push_heap(heap.begin(), heap.end(), richer);
+      }
+    }
+  }
+  // Each group's free cores in order, in runs: its takers ordered by their own cores.
+  std::sort(takes.begin(), takes.end(), [&](const auto& a, const auto& b) {
+    return std::tie(a[0], own[a[1]], a[1]) < std::tie(b[0], own[b[1]], b[1]);
+  });
+  for (const auto& [g, task] : takes) {
+    Group& group = groups_[g];
+    while (core_owners_[group.units[group.next]] != 0)
+      ++group.next;
+    const int u = group.units[group.next++];
+    core_owners_[u] = 1;
+    task_cores_[task].push_back(u);
   }
 }
 
@@ -260,6 +404,10 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
   append_ranges(begin, even_split(end - begin, tasks), out);
   if (level == 3 || tasks >= end - begin) return;
   const Scratch<Range> balanced(out.begin() + first, out.end());
+  if (level <= 1 && numa_counts_off(cores, begin, end, balanced)) {
+    out.resize(first);
+    return deal(cores, begin, end, tasks, level, out);
+  }
   const int balanced_straddles = avoidable_straddles(cores, begin, end, balanced);
   if (balanced_straddles == 0) return;
   Scratch<Range> dealt;
@@ -268,6 +416,33 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
   if (avoidable_straddles(cores, begin, end, dealt) < balanced_straddles) {
     std::copy(dealt.begin(), dealt.end(), out.begin() + first);
   }
+}
+
+// True if `ranges` (an even split of cores[begin, end)) leave a NUMA node with a whole task more
+// or less than its share of the tasks in proportion to its cores: an even split laid out in
+// topology order gives the first NUMA nodes the larger tasks, so they hold fewer tasks than
+// the last (24 tasks on two 16-core NUMA nodes: 8 and 16), and their GPUs fewer tasks too.
+bool Planner::numa_counts_off(const Region& cores, int begin, int end,
+                              const Scratch<Range>& ranges) const {
+  const int total = end - begin;
+  const int tasks = static_cast<int>(ranges.size());
+  if (usable_[cores[begin]].numa == usable_[cores[end - 1]].numa) return false;
+  // NUMA nodes are runs of cores[begin, end); a task counts for the one holding its middle core.
+  int run_begin = begin;
+  size_t next_task = 0;
+  for (int i = begin + 1; i <= end; ++i) {
+    if (i < end && usable_[cores[i]].numa == usable_[cores[i - 1]].numa) continue;
+    int held = 0;
+    while (next_task < ranges.size() &&
+           (ranges[next_task].begin + ranges[next_task].end - 1) / 2 < i) {
+      ++held;
+      ++next_task;
+    }
+    const long scaled_share = static_cast<long>(tasks) * (i - run_begin);  // share * total
+    if (std::abs(static_cast<long>(held) * total - scaled_share) >= total) return true;
+    run_begin = i;
+  }
+  return false;
 }
 
 // Splits along the domains of `level` (package > NUMA > L3): fewer tasks than domains get whole

@@ -3,6 +3,7 @@
 // together (order=gpu), or each task takes the GPUs nearest its cores (order=cpu).
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 #include "plan/plan_state.h"
 
@@ -82,6 +83,46 @@ Scratch<Scratch<int>> Planner::gpu_chunks(const Scratch<int>& sizes) const {
   return chunks;
 }
 
+// Tasks per step GPU when tasks outnumber GPUs: an even split, its larger shares going where
+// the GPU's domain has the most usable cores per task, not to the first GPUs: a domain then
+// never carries more tasks than its cores while another has cores to spare (46 tasks on 8 GPUs
+// in two 23-core domains: 6,6,6,5 on each, not 6,6,6,6 and 6,6,5,5). Ties go to the first GPU.
+Scratch<int> Planner::tasks_per_gpu_by_room() const {
+  const int gpus = static_cast<int>(step_gpus_.size());
+  Scratch<int> per_gpu(gpus, ntasks_ / gpus);
+  int extra = ntasks_ % gpus;
+  if (extra == 0) return per_gpu;
+  Scratch<int> units(gpus, 0), tasks(gpus, 0);  // by domain (gpu_domain_)
+  for (int g = 0; g < gpus; ++g) {
+    tasks[gpu_domain_[g]] += per_gpu[g];
+    if (gpu_domain_[g] != g) continue;
+    const CpuSet& domain = gpu_locality(g).cpus;
+    units[g] =
+        static_cast<int>(std::count_if(usable_.begin(), usable_.end(), [&](const UsableCore& u) {
+          return domain.test(u.first_pu);
+        }));
+  }
+  for (; extra > 0; --extra) {
+    int best = -1;
+    for (int g = 0; g < gpus; ++g) {
+      if (per_gpu[g] > ntasks_ / gpus) continue;
+      const int d = gpu_domain_[g];
+      if (best < 0) {
+        best = g;
+        continue;
+      }
+      const int b = gpu_domain_[best];
+      // units[d] / (tasks[d] + 1) > units[b] / (tasks[b] + 1)
+      if (static_cast<long>(units[d]) * (tasks[b] + 1) >
+          static_cast<long>(units[b]) * (tasks[d] + 1))
+        best = g;
+    }
+    ++per_gpu[best];
+    ++tasks[gpu_domain_[best]];
+  }
+  return per_gpu;
+}
+
 // Consecutive ranks share a chunk; a chunk of one GPU with tiles hands each sharer its tiles.
 void Planner::give_chunks_to_tasks(Scratch<Scratch<int>> chunks,
                                    const Scratch<int>& tasks_per_chunk) {
@@ -126,7 +167,7 @@ void Planner::assign_gpus_by_rank() {
     chunk_sizes.assign(chunks, 1);
   } else if (ntasks_ >= gpus) {
     chunk_sizes.assign(gpus, 1);
-    tasks_per_chunk = even_split(ntasks_, gpus);
+    tasks_per_chunk = tasks_per_gpu_by_room();
   } else {
     chunk_sizes = even_split(gpus, ntasks_);
     tasks_per_chunk.assign(ntasks_, 1);
@@ -134,8 +175,12 @@ void Planner::assign_gpus_by_rank() {
   give_chunks_to_tasks(gpu_chunks(chunk_sizes), tasks_per_chunk);
 }
 
-// order=cpu: each task takes the GPUs nearest its cores. GPU capacities are an even share of the
-// demand (or the requested tasks-per-gpu), so every GPU is used before any takes one more task.
+// order=cpu: GPUs go to tasks as a matching, not rank by rank: every (task, GPU) pair is ranked
+// by the share of the task's cores the GPU's domain holds, then by distance, and pairs are
+// taken best first while the GPU has room. So a task whose cores hold a GPU gets one of those
+// before a task that merely lies nearest to it, and the rest take the nearest remaining. GPU
+// capacities are an even share of the demand (or the requested tasks-per-gpu), so every GPU is
+// used before any takes one more task.
 void Planner::assign_gpus_by_cores() {
   const int gpus = static_cast<int>(step_gpus_.size());
   int per_task = request_.gpus_per_task;
@@ -147,41 +192,65 @@ void Planner::assign_gpus_by_cores() {
     base = request_.tasks_per_gpu;
     extra = 0;
   }
-  Scratch<int> load(gpus, 0);
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
-  Scratch<int> local_cores(gpus);
+
+  struct Pair {
+    int local_share;  // the task's cores in the GPU's domain, per 2^16 of its cores, negated
+    int distance;
+    int task, gpu;
+    bool operator<(const Pair& o) const {
+      return std::tie(local_share, distance, task, gpu) <
+             std::tie(o.local_share, o.distance, o.task, o.gpu);
+    }
+  };
+  Scratch<Pair> pairs;
+  pairs.reserve(static_cast<size_t>(ntasks_) * gpus);
   for (int task = 0; task < ntasks_; ++task) {
     const Place here = task_place(task);
-    // Nearest first: the GPU whose domain holds most of the task's cores, then by distance.
+    const Region& cores = task_cores_[task];
     for (int g = 0; g < gpus; ++g) {
       const CpuSet& domain = gpu_locality(g).cpus;
-      local_cores[g] =
-          static_cast<int>(std::count_if(task_cores_[task].begin(), task_cores_[task].end(),
-                                         [&](int u) { return domain.test(usable_[u].first_pu); }));
+      const long local = std::count_if(cores.begin(), cores.end(),
+                                       [&](int u) { return domain.test(usable_[u].first_pu); });
+      const int share = cores.empty() ? 0 : static_cast<int>((local << 16) / cores.size());
+      pairs.push_back({-share, distance(here, place_of(gpu_locality(g))), task, g});
     }
-    Scratch<int>& mine = task_gpus_[task];
-    for (int n = 0; n < per_task; ++n) {
-      // Within capacity first; past it only if capacities leave this task nothing new.
-      for (bool capped : {true, false}) {
-        int best = -1;
-        std::array<int, 4> best_key{};
-        for (int g = 0; g < gpus; ++g) {
-          if (std::find(mine.begin(), mine.end(), g) != mine.end()) continue;
-          if (capped && !(load[g] < base || (load[g] == base && extra > 0))) continue;
-          const std::array<int, 4> key = {-local_cores[g],
-                                          distance(here, place_of(gpu_locality(g))), load[g], g};
-          if (best < 0 || key < best_key) {
-            best = g;
-            best_key = key;
-          }
-        }
-        if (best < 0) continue;
-        if (load[best] == base && extra > 0) --extra;
-        ++load[best];
-        mine.push_back(best);
-        break;
+  }
+  std::sort(pairs.begin(), pairs.end());
+
+  Scratch<int> load(gpus, 0);
+  auto holds = [&](int task, int g) {
+    const Scratch<int>& mine = task_gpus_[task];
+    return std::find(mine.begin(), mine.end(), g) != mine.end();
+  };
+  auto take = [&](const Pair& p) {
+    ++load[p.gpu];
+    task_gpus_[p.task].push_back(p.gpu);
+  };
+  // Up to the even share; then one more on `extra` GPUs; then, if capacities leave a task
+  // nothing new, the least loaded GPU it does not hold.
+  for (const Pair& p : pairs) {
+    if (static_cast<int>(task_gpus_[p.task].size()) < per_task && load[p.gpu] < base &&
+        !holds(p.task, p.gpu))
+      take(p);
+  }
+  for (const Pair& p : pairs) {
+    if (extra > 0 && static_cast<int>(task_gpus_[p.task].size()) < per_task &&
+        load[p.gpu] == base && !holds(p.task, p.gpu)) {
+      take(p);
+      --extra;
+    }
+  }
+  for (int task = 0; task < ntasks_; ++task) {
+    while (static_cast<int>(task_gpus_[task].size()) < per_task) {
+      int best = -1;
+      for (int g = 0; g < gpus; ++g) {
+        if (!holds(task, g) && (best < 0 || load[g] < load[best])) best = g;
       }
+      if (best < 0) break;
+      ++load[best];
+      task_gpus_[task].push_back(best);
     }
   }
 }

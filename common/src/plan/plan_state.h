@@ -154,6 +154,7 @@ class Planner {
   void find_gpu_domains();
   int gpu_distance(int step_a, int step_b) const;
   Scratch<Scratch<int>> gpu_chunks(const Scratch<int>& sizes) const;
+  Scratch<int> tasks_per_gpu_by_room() const;
   void give_chunks_to_tasks(Scratch<Scratch<int>> chunks, const Scratch<int>& tasks_per_chunk);
   void assign_gpus_by_rank();
   void assign_gpus_by_cores();
@@ -167,11 +168,13 @@ class Planner {
                   Scratch<Range>& out) const;
   void deal(const Region& cores, int begin, int end, int tasks, int level,
             Scratch<Range>& out) const;
+  bool numa_counts_off(const Region& cores, int begin, int end, const Scratch<Range>& ranges) const;
   int avoidable_straddles(const Region& cores, int begin, int end,
                           const Scratch<Range>& ranges) const;
   void record_home_shares(const CpuSet& domain, const Scratch<int>& tasks,
                           const Scratch<int>& weights);
   void share_spare_cores();
+  void hand_out_spares_nearest(const Scratch<int>& target, const Scratch<int>& weight);
   void fill_empty_tasks();
   void spill(int task, int wanted, const Place& anchor);
   void build_groups();
