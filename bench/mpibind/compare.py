@@ -3,6 +3,8 @@
 
 Usage: compare.py --mbench PATH --gpubindctl PATH [--rounds N] [--repeats N] [--tasks LIST]
                   [--cpu N] DIR_OR_XML...
+       compare.py --quality --mbench PATH --gpubindctl PATH --quality-tool PATH [--tasks LIST]
+                  DIR_OR_XML...
 
 For each dump and task count, mpibind's mapping alone, mpibind's mapping with its tasks' variables
 (mpibind_set_env_vars, as its Slurm plugin runs it) and `gpubindctl plan --time` (gpubind's plan,
@@ -17,6 +19,15 @@ Prints a Markdown table, then per task count 8 and cores the median, geometric m
 ratio and lowest ratio over the dumps mpibind maps, and the cases where gpubind is not faster.
 Dumps mpibind cannot load or map are listed and left out. Exit status: 0 when the comparison
 ran, 1 when gpubindctl failed, 2 on bad input (times never decide it: the machine may be busy).
+
+--quality compares what the two bind instead of how fast: for each dump and task count,
+mpibind's mapping (mbench --map) and gpubind's plans under order=gpu and order=cpu (default
+policy: no reserved cores, every GPU) are scored by gpubind-quality --score on the dump alone,
+metric by metric (each lower is better: tasks far from their GPUs, tasks without a GPU,
+unused GPUs, the most tasks on one GPU, L3 and NUMA straddles of tasks that fit one, the core-count spread, idle cores,
+shared cores; the GPU metrics only where mpibind maps GPUs). A case is strictly worse when
+gpubind is worse on a metric and better on none. Prints every strictly-worse case with the
+metrics that decide it, then the counts per order; exit status 1 when there is one.
 """
 import argparse
 import json
@@ -38,8 +49,12 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=2000, help="mpibind mappings per median")
     parser.add_argument("--tasks", default=DEFAULT_TASKS)
     parser.add_argument("--cpu", type=int, default=min(os.sched_getaffinity(0)))
+    parser.add_argument("--quality", action="store_true", help="compare bindings, not times")
+    parser.add_argument("--quality-tool", help="gpubind-quality (needed by --quality)")
     parser.add_argument("inputs", nargs="+", metavar="DIR_OR_XML")
     args = parser.parse_args()
+    if args.quality and not args.quality_tool:
+        parser.error("--quality needs --quality-tool")
     if args.rounds < 1 or args.repeats < 1:
         parser.error("--rounds and --repeats must be at least 1")
     for token in args.tasks.split(","):
@@ -108,6 +123,93 @@ class Runner:
         return len(topo["gpus"]), topo["cores"]
 
 
+METRICS = ["far", "gpuless", "unused_gpus", "most_per_gpu", "l3_straddles", "numa_straddles",
+           "core_spread", "idle_cores", "shared_cores"]
+GPU_METRICS = {"far", "gpuless", "unused_gpus", "most_per_gpu"}
+
+
+class Quality:
+    """Both binders' answers for one step, scored by gpubind-quality --score on the dump."""
+
+    def __init__(self, args):
+        self.args = args
+
+    def mpibind_mapping(self, xml, ntasks):
+        run = subprocess.run([self.args.mbench, "--map", xml, str(ntasks)], capture_output=True,
+                             text=True, timeout=600)
+        if run.returncode != 0:
+            raise MpibindFailed((run.stderr.strip().splitlines() or
+                                 ["exit status %d" % run.returncode])[-1])
+        return json.loads(run.stdout)["tasks"]
+
+    def gpubind_mapping(self, xml, ntasks, order):
+        run = subprocess.run([self.args.gpubindctl, "plan", "--topology", xml, "--ntasks",
+                              str(ntasks), "--order", order, "--json"], capture_output=True,
+                             text=True)
+        if run.returncode != 0:
+            sys.exit(f"compare: gpubindctl failed on {xml} with {ntasks} tasks: "
+                     f"{run.stderr.strip()}")
+        return [{"cpus": t["cpus"], "gpus": [g["pci"] for g in t["gpus"]]}
+                for t in json.loads(run.stdout)["tasks"]]
+
+    def scores(self, xml, mappings, gpus_counted):
+        lines = "".join(json.dumps({"gpus_counted": gpus_counted, "tasks": m}) + "\n"
+                        for m in mappings)
+        run = subprocess.run([self.args.quality_tool, "--score", xml], input=lines,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"compare: gpubind-quality --score {xml}: {run.stderr.strip()}")
+        out = [json.loads(line) for line in run.stdout.splitlines()]
+        for o in out:
+            if "error" in o:
+                sys.exit(f"compare: scoring on {xml}: {o['error']}")
+        return [o["metrics"] for o in out]
+
+
+def compare_quality(args, dumps):
+    quality = Quality(args)
+    runner = Runner(args)
+    worse, better, counted, left_out = [], {"gpu": 0, "cpu": 0}, 0, []
+    print("| dump | tasks | order | metrics where gpubind is worse | gpubind | mpibind |")
+    print("|---|---:|---|---|---|---|")
+    for xml in dumps:
+        name = os.path.splitext(os.path.basename(xml))[0]
+        shape = runner.topology(xml)
+        if shape is None:
+            left_out.append(f"{name}: gpubind cannot load it")
+            continue
+        gpus, cores = shape
+        for ntasks in task_counts(args.tasks, gpus, cores):
+            try:
+                theirs = quality.mpibind_mapping(xml, ntasks)
+            except MpibindFailed as failure:
+                left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
+                continue
+            gpus_counted = any(t["gpus"] for t in theirs)
+            ours = {o: quality.gpubind_mapping(xml, ntasks, o) for o in ("gpu", "cpu")}
+            scored = quality.scores(xml, [theirs, ours["gpu"], ours["cpu"]], gpus_counted)
+            counted += 1
+            for order, mine in zip(("gpu", "cpu"), scored[1:]):
+                names = [m for m in METRICS if gpus_counted or m not in GPU_METRICS]
+                lost = [m for m in names if mine[m] > scored[0][m]]
+                won = [m for m in names if mine[m] < scored[0][m]]
+                if won and not lost:
+                    better[order] += 1
+                if lost and not won:
+                    worse.append((name, ntasks, order))
+                    print(f"| {name} | {ntasks} | {order} | {', '.join(lost)} | "
+                          f"{', '.join(f'{m}={mine[m]}' for m in lost)} | "
+                          f"{', '.join(f'{m}={scored[0][m]}' for m in lost)} |", flush=True)
+    print()
+    for order in ("gpu", "cpu"):
+        n = sum(1 for w in worse if w[2] == order)
+        print(f"- order={order}: strictly worse than mpibind in {n} of {counted} cases, strictly "
+              f"better in {better[order]}")
+    for line in left_out:
+        print(f"- left out: {line}")
+    return 1 if worse else 0
+
+
 def task_counts(spec, gpus, cores):
     named = {"half": gpus // 2, "G": gpus, "2G": 2 * gpus, "3G": 3 * gpus, "cores": cores}
     counts = {named[t] if t in named else int(t) for t in spec.split(",")}
@@ -129,6 +231,8 @@ def main():
     args = parse_args()
     runner = Runner(args)
     dumps = dumps_of(args.inputs)
+    if args.quality:
+        return compare_quality(args, dumps)
     rows, left_out = [], []
     print("| dump | tasks | mpibind µs | mpibind + variables µs | gpubind µs | ratio | ratio with "
           "variables |")

@@ -12,12 +12,12 @@
 // ancestor (hwloc_get_non_io_ancestor_obj); where that holds no CPU (I/O below a CPU-less NUMA
 // node), the NUMA nodes with CPUs that hwloc's NUMA distance matrix puts nearest to the CPU-less
 // nodes of its nodeset, over the whole machine. Its locality: the smallest (fewest PUs) L3, NUMA
-// node or package holding the anchor, else the machine (a GPU without PCI id: gpubind's). A task's home: the union of its GPUs'
-// localities under order=gpu, else the machine. GPU g is near a task when g's locality holds
-// more than half of the task's CPUs. NIC distance from a GPU: the PCI bridges crossed when the
-// two share a bridge below the host bridge, else 1000 + PUs of the smallest of {the GPU's
-// locality if it holds the NIC's anchor, a NUMA node, a package} holding both anchors, else
-// 1000000; a GPU's nearest NICs are those at its smallest distance.
+// node or package holding the anchor, else the machine (a GPU without PCI id: gpubind's). A task's
+// home: the union of its GPUs' localities under order=gpu, else the machine. GPU g is near a task
+// when g's locality holds more than half of the task's CPUs. NIC distance from a GPU: the PCI
+// bridges crossed when the two share a bridge below the host bridge, else 1000 + PUs of the
+// smallest of {the GPU's locality if it holds the NIC's anchor, a NUMA node, a package} holding
+// both anchors, else 1000000; a GPU's nearest NICs are those at its smallest distance.
 //
 // Columns (per dump, over its cases): L3 straddles: tasks across L3s whose share is at most the
 // usable cores of the roomiest L3 (cases not oversubscribed); worst core ratio: the largest
@@ -72,8 +72,11 @@
 #include <system_error>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checks.h"
 #include "gpubind/output/plan_timing.h"
+#include "mapping_score.h"
 #include "report.h"
 
 namespace gpubind::quality {
@@ -87,6 +90,7 @@ constexpr int kExitBadInput = 2;
 
 constexpr const char* kUsage = R"(usage: gpubind-quality [--json] [--no-timing] DIR_OR_XML...
        gpubind-quality [--json] [--no-timing] --live
+       gpubind-quality --score XML < MAPPINGS
 
 Plans every hwloc XML dump given (a folder: every *.xml in it) for a set of step shapes, scores
 the plans with checks independent of the planner and prints one Markdown row per dump, a summary
@@ -96,6 +100,11 @@ and a VIOLATION line per hard violation.
   --no-timing  leave out the planner timings
   --live       this machine instead, discovered live as gpubindd does (hwloc's HWLOC_FSROOT
                points it at a captured sysfs/procfs tree)
+
+  --score XML  scores bindings of the dump's node, any binder's, read one JSON object a line:
+               {"gpus_counted": true, "tasks": [{"cpus": "0-7", "gpus": ["0000:c1:00.0"]}]};
+               prints one line each, {"metrics": {NAME: VALUE, ...}} (lower is better) or
+               {"error": WHY}
 
 Exit status: 0 no violation, 1 violations, 2 bad input.
 )";
@@ -187,10 +196,49 @@ Result<Options> parse(int argc, char** argv) {
   return options;
 }
 
+// One mapping line scored, as one line of JSON.
+nlohmann::json score_line(const Node& node, const std::string& line) {
+  const nlohmann::json in = nlohmann::json::parse(line, nullptr, false);
+  if (in.is_discarded() || !in.is_object() || !in.contains("tasks") || !in["tasks"].is_array())
+    return {{"error", "not a mapping: " + line.substr(0, 80)}};
+  std::vector<BoundTask> tasks;
+  for (const nlohmann::json& t : in["tasks"]) {
+    BoundTask task;
+    auto cpus = CpuSet::parse_list(t.value("cpus", std::string()));
+    if (!cpus) return {{"error", "a task's cpus is not a CPU list"}};
+    task.cpus = *cpus;
+    for (const nlohmann::json& gpu : t.value("gpus", nlohmann::json::array())) {
+      if (!gpu.is_string()) return {{"error", "a task's gpus are not PCI bus ids"}};
+      task.gpus.push_back(gpu.get<std::string>());
+    }
+    tasks.push_back(std::move(task));
+  }
+  auto metrics = score_mapping(node, tasks, in.value("gpus_counted", true));
+  if (!metrics) return {{"error", metrics.error().message}};
+  nlohmann::json out = nlohmann::json::object();
+  const auto values = metrics->values();
+  for (size_t i = 0; i < values.size(); ++i)
+    out[MappingMetrics::kNames[i]] = values[i];
+  return {{"metrics", out}};
+}
+
+int score_mappings(const std::string& xml) {
+  auto node = load_node(xml);
+  if (!node) return fail(node.error().message);
+  for (std::string line; std::getline(std::cin, line);) {
+    if (!line.empty()) std::cout << score_line(*node, line).dump() << std::endl;
+  }
+  return kExitOk;
+}
+
 int run(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << kUsage;
     return kExitOk;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--score") {
+    if (argc != 3) return fail(std::string("--score takes one dump\n") + kUsage);
+    return score_mappings(argv[2]);
   }
   auto options = parse(argc, argv);
   if (!options) return fail(options.error().message);

@@ -41,6 +41,16 @@ void append_ranges(int begin, const Scratch<int>& sizes, Scratch<Range>& out) {
   }
 }
 
+// The most cores of a range minus the fewest.
+int size_spread(const Scratch<Range>& ranges) {
+  int fewest = 1 << 30, most = 0;
+  for (const Range& r : ranges) {
+    fewest = std::min(fewest, r.end - r.begin);
+    most = std::max(most, r.end - r.begin);
+  }
+  return ranges.empty() ? 0 : most - fewest;
+}
+
 }  // namespace
 
 // Each task's cores: its home domains (its GPUs' localities under order=gpu, else the whole node)
@@ -348,13 +358,21 @@ void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<
 // tasks than threads.
 void Planner::fill_empty_tasks() {
   bool shared = false;
+  // Tasks placed by nothing yet (order=cpu) share cores spread evenly over the node, the k-th
+  // of them nearest unit k * units / their count, so that each NUMA node keeps its share.
+  const int empty = static_cast<int>(std::count_if(task_cores_.begin(), task_cores_.end(),
+                                                   [](const Region& r) { return r.empty(); }));
+  int k = 0;
   for (int task = 0; task < ntasks_; ++task) {
     if (!task_cores_[task].empty()) continue;
     // Once no task has a core to spare, none will again: sharing only adds one-core tasks.
     if (shared || !take_from_richest(task)) {
-      share_core(task, task_place(task));
+      share_core(task, task_place(task),
+                 static_cast<int>(static_cast<long>(k) * static_cast<long>(usable_.size()) /
+                                  std::max(1, empty)));
       shared = true;
     }
+    ++k;
   }
   if (shared) {
     warn(counted(ntasks_, "task") + " on " + counted(usable_.size(), "usable core") +
@@ -404,9 +422,21 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
   append_ranges(begin, even_split(end - begin, tasks), out);
   if (level == 3 || tasks >= end - begin) return;
   const Scratch<Range> balanced(out.begin() + first, out.end());
-  if (level <= 1 && numa_counts_off(cores, begin, end, balanced)) {
-    out.resize(first);
-    return deal(cores, begin, end, tasks, level, out);
+  if (level <= 1 && usable_[cores[begin]].numa != usable_[cores[end - 1]].numa) {
+    // Dealt by NUMA node instead when the even split gives a NUMA node a whole task more or
+    // less than its share, or splits a task across NUMA nodes where dealing them keeps the
+    // counts within one (44 cores in two 22-core NUMA nodes for 8 tasks: 6,6,5,5 on each, not
+    // a task of 6 across the boundary).
+    Scratch<Range> dealt;
+    dealt.reserve(tasks);
+    deal(cores, begin, end, tasks, level, dealt);
+    if (numa_counts_off(cores, begin, end, balanced) ||
+        (numa_straddles(cores, dealt) < numa_straddles(cores, balanced) &&
+         size_spread(dealt) <= 1)) {
+      out.resize(first);
+      out.insert(out.end(), dealt.begin(), dealt.end());
+      return;
+    }
   }
   const int balanced_straddles = avoidable_straddles(cores, begin, end, balanced);
   if (balanced_straddles == 0) return;
@@ -416,6 +446,13 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
   if (avoidable_straddles(cores, begin, end, dealt) < balanced_straddles) {
     std::copy(dealt.begin(), dealt.end(), out.begin() + first);
   }
+}
+
+// Ranges whose first and last cores lie in different NUMA nodes.
+int Planner::numa_straddles(const Region& cores, const Scratch<Range>& ranges) const {
+  return static_cast<int>(std::count_if(ranges.begin(), ranges.end(), [&](const Range& r) {
+    return r.end - r.begin > 1 && usable_[cores[r.begin]].numa != usable_[cores[r.end - 1]].numa;
+  }));
 }
 
 // True if `ranges` (an even split of cores[begin, end)) leave a NUMA node with a whole task more
@@ -575,15 +612,18 @@ const Scratch<int>& Planner::unit_distances(const Place& anchor) {
 }
 
 // More tasks than threads: the task shares a core near its anchor (its GPU's), the least loaded
-// of those, while no core carries more than an even share of the tasks.
-void Planner::share_core(int task, const Place& anchor) {
+// of those, while no core carries more than an even share of the tasks; a task with no anchor,
+// the least loaded nearest `spread_unit`.
+void Planner::share_core(int task, const Place& anchor, int spread_unit) {
   const int units = static_cast<int>(usable_.size());
   const int even_load = (ntasks_ + units - 1) / units;
   const Scratch<int>& to_unit = unit_distances(anchor);
+  const bool placed = anchor.pci_path || anchor.l3 >= 0 || anchor.numa >= 0 || anchor.package >= 0;
   int best = -1;
-  std::array<int, 4> best_key{};
+  std::array<int, 5> best_key{};
   for (int u = 0; u < units; ++u) {
-    const std::array<int, 4> key = {core_owners_[u] >= even_load, to_unit[u], core_owners_[u], u};
+    const std::array<int, 5> key = {core_owners_[u] >= even_load, to_unit[u], core_owners_[u],
+                                    placed ? 0 : std::abs(u - spread_unit), u};
     if (best < 0 || key < best_key) {
       best = u;
       best_key = key;

@@ -168,6 +168,7 @@ class Planner {
                   Scratch<Range>& out) const;
   void deal(const Region& cores, int begin, int end, int tasks, int level,
             Scratch<Range>& out) const;
+  int numa_straddles(const Region& cores, const Scratch<Range>& ranges) const;
   bool numa_counts_off(const Region& cores, int begin, int end, const Scratch<Range>& ranges) const;
   int avoidable_straddles(const Region& cores, int begin, int end,
                           const Scratch<Range>& ranges) const;
@@ -180,7 +181,7 @@ class Planner {
   void build_groups();
   // Distances from `anchor` to every usable unit, computed once per distinct anchor.
   const Scratch<int>& unit_distances(const Place& anchor);
-  void share_core(int task, const Place& anchor);
+  void share_core(int task, const Place& anchor, int spread_unit);
   bool take_from_richest(int task);
 
   // nic_choice.cpp
