@@ -149,7 +149,8 @@ class Quality:
         if run.returncode != 0:
             sys.exit(f"compare: gpubindctl failed on {xml} with {ntasks} tasks: "
                      f"{run.stderr.strip()}")
-        return [{"cpus": t["cpus"], "gpus": [g["pci"] for g in t["gpus"]]}
+        return [{"cpus": t["cpus"], "gpus": [g["pci"] for g in t["gpus"]],
+                 "gpu_indices": [g["node_index"] for g in t["gpus"]]}
                 for t in json.loads(run.stdout)["tasks"]]
 
     def scores(self, xml, mappings, gpus_counted):

@@ -4,10 +4,14 @@
 # fixtures; mpibind is not a Debian package, so a stand-in answers as mbench does, with a crash on
 # one dump and fixed times: 1 ns for one task, which gpubind cannot beat, else 0.1 s per task (0.12
 # with --env), which any build of gpubind beats, sanitized or on a busy machine.
-# Usage: compare_mpibind_test.sh PATH/TO/gpubindctl SOURCE_DIR
+# --quality: the stand-in's mapping (mbench --map) is gpubind's own order=cpu plan on the
+# fixtures, every task on CPU 0 without a GPU on workstation-mixed, scored by the real
+# gpubind-quality.
+# Usage: compare_mpibind_test.sh PATH/TO/gpubindctl SOURCE_DIR PATH/TO/gpubind-quality
 set -uo pipefail
 ctl=$1
 source_dir=$2
+quality=$3
 compare=$source_dir/bench/mpibind/compare.py
 fixtures=$source_dir/tests/fixtures
 tmp=$(mktemp -d)
@@ -18,6 +22,20 @@ cat >"$tmp/mbench" <<'EOF'
 #!/usr/bin/env bash
 env=0
 [[ $1 == --env ]] && { env=1; shift; }
+if [[ $1 == --map ]]; then
+  case $2 in
+    *lumi-g.xml) echo "error: mpibind crashed (signal 11: Segmentation fault)" >&2; exit 139 ;;
+    *workstation-mixed.xml)
+      python3 -c 'import json, sys; print(json.dumps({"tasks": [{"cpus": "0", "gpus": []}] * int(sys.argv[1])}))' "$3"
+      exit 0 ;;
+  esac
+  "$GPUBINDCTL" plan --topology "$2" --ntasks "$3" --order cpu --json | python3 -c '
+import json, sys
+print(json.dumps({"tasks": [{"cpus": t["cpus"], "gpus": [g["pci"] for g in t["gpus"]],
+                             "gpu_indices": [g["node_index"] for g in t["gpus"]]}
+                            for t in json.load(sys.stdin)["tasks"]]}))'
+  exit
+fi
 case $1 in
   *lumi-g.xml) echo "error: mpibind crashed (signal 11: Segmentation fault)" >&2; exit 139 ;;
   *workstation-mixed.xml) gpus=0 ;;
@@ -58,6 +76,24 @@ check "8-task summary over the two dumps mpibind maps" "grep -q '^- 8 tasks (2 d
 check "one-task-per-core summary" "grep -q '^- one task per core (2 dumps)' '$tmp/out'"
 check "the cases where gpubind is not faster are named" \
   "grep -q '^- gpubind faster than mpibind.s mapping alone in 9 of 11 cases; not in: dgx-h100 1 tasks (0.00), workstation-mixed 1 tasks (0.00)\$' '$tmp/out'"
+
+# Bindings side by side: gpubind's order=gpu plan for 8 tasks on 12 MI300A TPX partitions gives
+# the 4 tasks of two GPUs twice the cores, where its order=cpu plan (the stand-in's answer) gives
+# every task 12: worse on the core spread, better on nothing.
+export GPUBINDCTL=$ctl
+python3 "$compare" --quality --mbench "$tmp/mbench" --gpubindctl "$ctl" --quality-tool "$quality" \
+  --tasks 1,8,G "$fixtures/mi300a-tpx.xml" "$fixtures/workstation-mixed.xml" \
+  "$fixtures/lumi-g.xml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a strictly worse case exits 1" '[[ $rc -eq 1 ]]'
+check "the strictly worse case is listed with the metric that decides it" \
+  "grep -qx '| mi300a-tpx | 8 | gpu | core_spread | core_spread=8 | core_spread=0 |' '$tmp/out'"
+check "only that case is listed" "[[ \$(grep -c '^| [a-z]' '$tmp/out') -eq 2 ]]"
+check "per order counts: the same plan is never worse, a task without a GPU always is" \
+  "grep -qx -- '- order=gpu: strictly worse than mpibind in 1 of 6 cases, strictly better in 3' '$tmp/out' &&
+   grep -qx -- '- order=cpu: strictly worse than mpibind in 0 of 6 cases, strictly better in 3' '$tmp/out'"
+check "a dump mpibind cannot map is left out of the scores too" \
+  "grep -q 'left out: lumi-g with 8 tasks: mpibind: error: mpibind crashed' '$tmp/out'"
 
 run --tasks 8,x "$fixtures/dgx-h100.xml" >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -146,6 +146,69 @@ TEST(PlannerOrderCpu, EachNumaNodeGetsItsShareOfTheTasks) {
   EXPECT_EQ(tasks_on[1], 12);
 }
 
+// Sierra's shape: two 22-core NUMA nodes of 2-core L3s. 8 tasks by core order would give a
+// 6-core task cores of both nodes; dealt by NUMA node the counts stay within one (6,6,5,5 on
+// each) and no task straddles.
+TEST(PlannerOrderCpu, NoTaskAcrossNumaNodesWhereDealingKeepsTheBalance) {
+  bench::SyntheticShape shape;
+  shape.packages = 2;
+  shape.numa_per_package = 1;
+  shape.l3_per_numa = 11;
+  shape.cores_per_l3 = 2;
+  shape.threads_per_core = 4;
+  const Topology t = node_with_gpus_on(shape, {0, 0, 1, 1});
+  const Plan plan = plan_of(t, SitePolicy(), step(8, Order::kCpu));
+  int fewest = 1 << 30, most = 0;
+  for (const TaskPlan& task : plan.tasks) {
+    const int numa = home_numa(t, task);
+    EXPECT_TRUE(task.cpus.is_subset_of(t.numa_pus(numa)))
+        << "rank " << task.rank << " (CPUs " << task.cpus.to_list() << ")";
+    EXPECT_EQ(numa, task.rank / 4);
+    fewest = std::min(fewest, task.ncores);
+    most = std::max(most, task.ncores);
+  }
+  EXPECT_LE(most - fewest, 1);
+}
+
+// More tasks than cores under order=cpu: the tasks that must share a core spread over the node,
+// so each NUMA node keeps as many tasks as its GPUs take (two per GPU), none far from its GPU.
+TEST(PlannerOrderCpu, TasksSharingCoresSpreadOverTheNode) {
+  bench::SyntheticShape shape;
+  shape.packages = 2;
+  shape.numa_per_package = 1;
+  shape.l3_per_numa = 1;
+  shape.cores_per_l3 = 4;
+  shape.threads_per_core = 1;
+  const Topology t = node_with_gpus_on(shape, {0, 0, 1, 1});
+  const Plan plan = plan_of(t, SitePolicy(), step(12, Order::kCpu));
+  for (const TaskPlan& task : plan.tasks) {
+    ASSERT_EQ(task.gpus.size(), 1u);
+    EXPECT_TRUE(task.cpus.is_subset_of(t.gpus[task.gpus[0].node_index].locality.cpus))
+        << "rank " << task.rank << " (CPUs " << task.cpus.to_list() << ")";
+  }
+}
+
+// Fewer tasks than GPUs under order=cpu: every GPU goes to a task (12 GPUs for 8 tasks: four
+// take two), each from the task's own NUMA node.
+TEST(PlannerOrderCpu, EveryGpuIsUsedWhenTasksAreFewer) {
+  bench::SyntheticShape shape;
+  shape.packages = 4;
+  shape.numa_per_package = 1;
+  shape.l3_per_numa = 3;
+  shape.cores_per_l3 = 8;
+  shape.threads_per_core = 1;
+  const Topology t = node_with_gpus_on(shape, {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3});
+  const Plan plan = plan_of(t, SitePolicy(), step(8, Order::kCpu));
+  std::vector<int> holders(12, 0);
+  for (const TaskPlan& task : plan.tasks) {
+    for (const TaskGpu& gpu : task.gpus) {
+      ++holders[gpu.node_index];
+      EXPECT_EQ(t.gpus[gpu.node_index].locality.numa_index, home_numa(t, task));
+    }
+  }
+  EXPECT_EQ(holders, std::vector<int>(12, 1));
+}
+
 // One task per usable core on two 23-core domains of four GPUs each (AWS g4dn.metal with the
 // first core of each L3 reserved): the GPUs that take a sixth task are spread so that each
 // domain carries 23 tasks, and every task has its core in its GPU's domain.

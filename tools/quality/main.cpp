@@ -102,7 +102,8 @@ and a VIOLATION line per hard violation.
                points it at a captured sysfs/procfs tree)
 
   --score XML  scores bindings of the dump's node, any binder's, read one JSON object a line:
-               {"gpus_counted": true, "tasks": [{"cpus": "0-7", "gpus": ["0000:c1:00.0"]}]};
+               {"gpus_counted": true, "tasks": [{"cpus": "0-7", "gpus": ["0000:c1:00.0"]}]}
+               (a task's "gpu_indices", gpubind's GPU numbers, take the place of its bus ids);
                prints one line each, {"metrics": {NAME: VALUE, ...}} (lower is better) or
                {"error": WHY}
 
@@ -210,6 +211,10 @@ nlohmann::json score_line(const Node& node, const std::string& line) {
     for (const nlohmann::json& gpu : t.value("gpus", nlohmann::json::array())) {
       if (!gpu.is_string()) return {{"error", "a task's gpus are not PCI bus ids"}};
       task.gpus.push_back(gpu.get<std::string>());
+    }
+    for (const nlohmann::json& index : t.value("gpu_indices", nlohmann::json::array())) {
+      if (!index.is_number_integer()) return {{"error", "a task's gpu_indices are not numbers"}};
+      task.gpu_indices.push_back(index.get<int>());
     }
     tasks.push_back(std::move(task));
   }

@@ -47,18 +47,27 @@ Result<MappingMetrics> score_mapping(const Node& node, const std::vector<BoundTa
     if (ncores > 1 && ncores <= numa_room && domains_touched(ref.numas, task.cpus) > 1)
       ++m.numa_straddles;
     if (!gpus_counted) continue;
-    bool near = false;
-    for (const std::string& bus_id : task.gpus) {
+    std::vector<size_t> held;
+    for (int index : task.gpu_indices) {
+      if (index < 0 || index >= static_cast<int>(node.gpus.size()))
+        return make_error("GPU number " + std::to_string(index) + " is not one of the node's");
+      held.push_back(static_cast<size_t>(index));
+    }
+    for (size_t i = 0; task.gpu_indices.empty() && i < task.gpus.size(); ++i) {
+      const std::string& bus_id = task.gpus[i];
       const auto found = std::find_if(node.topology.gpus.begin(), node.topology.gpus.end(),
                                       [&](const Gpu& gpu) { return gpu.pci_bus_id == bus_id; });
       if (found == node.topology.gpus.end())
         return make_error("GPU " + bus_id + " is not one of the node's");
-      const size_t g = static_cast<size_t>(found - node.topology.gpus.begin());
+      held.push_back(static_cast<size_t>(found - node.topology.gpus.begin()));
+    }
+    bool near = false;
+    for (size_t g : held) {
       ++holders[g];
       near |= node.gpus[g].locality.intersects(task.cpus);
     }
-    m.far += !task.gpus.empty() && !near;
-    m.gpuless += task.gpus.empty() && !node.gpus.empty();
+    m.far += !held.empty() && !near;
+    m.gpuless += held.empty() && !node.gpus.empty();
   }
   if (!tasks.empty()) m.core_spread = most - fewest;
   m.idle_cores = static_cast<int>(std::count(core_holders.begin(), core_holders.end(), 0));

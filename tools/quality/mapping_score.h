@@ -14,6 +14,9 @@ namespace gpubind::quality {
 struct BoundTask {
   CpuSet cpus;
   std::vector<std::string> gpus;  // PCI bus ids
+  // The node's GPU numbers where the binder knows them (gpubind: partitions of one PCI device
+  // are GPUs of their own); empty: each bus id names the node's first GPU with that id.
+  std::vector<int> gpu_indices;
 };
 
 // Each metric: lower is better.

@@ -180,13 +180,19 @@ void Planner::assign_gpus_by_rank() {
 // taken best first while the GPU has room. So a task whose cores hold a GPU gets one of those
 // before a task that merely lies nearest to it, and the rest take the nearest remaining. GPU
 // capacities are an even share of the demand (or the requested tasks-per-gpu), so every GPU is
-// used before any takes one more task.
+// used before any takes one more task; with fewer tasks than GPUs, the tasks nearest the GPUs
+// left over take one more each.
 void Planner::assign_gpus_by_cores() {
   const int gpus = static_cast<int>(step_gpus_.size());
   int per_task = request_.gpus_per_task;
-  if (per_task == 0) per_task = ntasks_ >= gpus ? 1 : gpus / ntasks_;
+  // Fewer tasks than GPUs: each takes G/n, and G mod n of them one more, so every GPU is used.
+  int one_more = 0;
+  if (per_task == 0) {
+    per_task = ntasks_ >= gpus ? 1 : gpus / ntasks_;
+    if (ntasks_ < gpus) one_more = gpus % ntasks_;
+  }
   per_task = std::min(per_task, gpus);
-  const int demand = ntasks_ * per_task;
+  const int demand = ntasks_ * per_task + one_more;
   int base = demand / gpus, extra = demand % gpus;
   if (request_.tasks_per_gpu > 0 && request_.tasks_per_gpu * gpus >= demand) {
     base = request_.tasks_per_gpu;
@@ -240,6 +246,13 @@ void Planner::assign_gpus_by_cores() {
         load[p.gpu] == base && !holds(p.task, p.gpu)) {
       take(p);
       --extra;
+    }
+  }
+  for (const Pair& p : pairs) {
+    if (one_more > 0 && static_cast<int>(task_gpus_[p.task].size()) == per_task &&
+        load[p.gpu] < base && !holds(p.task, p.gpu)) {
+      take(p);
+      --one_more;
     }
   }
   for (int task = 0; task < ntasks_; ++task) {
