@@ -223,72 +223,91 @@ void Planner::share_spare_cores() {
 void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<int>& weight) {
   if (groups_.empty()) build_groups();
   const int ngroups = static_cast<int>(groups_.size());
-  // The even share in numbers: of the tasks of one weight that take spares, each takes at least
-  // the smaller count and as many as took the larger count before may take one more (`slots`).
-  // Which ones do is decided by where the spares lie.
-  Scratch<int> cap(ntasks_), held(ntasks_);
-  Scratch<std::pair<int, int>> slots;  // (weight, tasks that may take one more)
-  for (int task = 0; task < ntasks_; ++task) {
+  Scratch<int> held(ntasks_);
+  for (int task = 0; task < ntasks_; ++task)
     held[task] = static_cast<int>(task_cores_[task].size());
-    cap[task] = target[task];
-  }
+
+  // The even share in numbers, per weight: of the tasks that take spares, each takes at least
+  // the smaller target, and as many as the water-filling gave the larger one may take one more
+  // (`slots`); which ones do is decided by where the spares lie.
+  struct Share {
+    int weight, smaller, larger, slots;
+  };
+  Scratch<Share> shares;
+  Scratch<int> share_of(ntasks_, -1);
   for (int task = 0; task < ntasks_; ++task) {
     if (target[task] <= held[task]) continue;
-    int larger = 0;
-    for (int other = 0; other < ntasks_; ++other) {
-      if (weight[other] != weight[task] || target[other] <= held[other]) continue;
-      cap[task] = std::min(cap[task], target[other]);
-      larger = std::max(larger, target[other]);
+    auto it = std::find_if(shares.begin(), shares.end(),
+                           [&](const Share& s) { return s.weight == weight[task]; });
+    if (it == shares.end()) {
+      shares.push_back({weight[task], target[task], target[task], 0});
+      it = shares.end() - 1;
     }
-    if (std::none_of(slots.begin(), slots.end(), [&](auto& s) { return s.first == weight[task]; }))
-      slots.push_back({weight[task], 0});
-    if (target[task] == larger && larger > cap[task]) {
-      for (auto& [w, count] : slots)
-        count += w == weight[task];
-    }
+    it->smaller = std::min(it->smaller, target[task]);
+    it->larger = std::max(it->larger, target[task]);
+    share_of[task] = static_cast<int>(it - shares.begin());
   }
-  auto slot_of = [&](int task) -> int* {
-    for (auto& [w, count] : slots)
-      if (w == weight[task]) return &count;
-    return nullptr;
-  };
-  Scratch<bool> may_take_more(ntasks_);  // a task of the smaller count, while slots remain
-  for (int task = 0; task < ntasks_; ++task)
-    may_take_more[task] = target[task] > held[task];
+  for (int task = 0; task < ntasks_; ++task) {
+    if (share_of[task] < 0) continue;
+    Share& share = shares[share_of[task]];
+    share.slots += share.larger > share.smaller && target[task] == share.larger;
+  }
+  // cap: what a task may hold now; a task of the smaller count may take one slot.
+  Scratch<int> cap(ntasks_);
+  Scratch<bool> may_take_more(ntasks_);
+  for (int task = 0; task < ntasks_; ++task) {
+    cap[task] = share_of[task] < 0 ? held[task] : shares[share_of[task]].smaller;
+    may_take_more[task] = share_of[task] >= 0;
+  }
   auto may_take = [&](int task) {
-    if (held[task] < cap[task]) return true;
-    const int* free_slots = slot_of(task);
-    return may_take_more[task] && free_slots && *free_slots > 0;
+    return held[task] < cap[task] || (may_take_more[task] && shares[share_of[task]].slots > 0);
   };
   auto still_wanted = [&](int task) { return std::max(1, cap[task] - held[task]); };
-  // Distances from each task to each group, and the distinct distances in order.
-  Scratch<int> to_group(static_cast<size_t>(ntasks_) * ngroups), levels;
-  Scratch<int> own(ntasks_);
+
+  // Distances from each task to each group (one row per distinct anchor: tasks of one GPU share
+  // theirs), and the distinct distances in order.
+  Scratch<Place> anchors;
+  Scratch<int> row_of(ntasks_), to_group, levels, own(ntasks_);
   for (int task = 0; task < ntasks_; ++task) {
-    const Place anchor = task_place(task);
     own[task] = task_cores_[task].empty() ? 0 : task_cores_[task].front();
+    if (!may_take(task)) continue;
+    const Place anchor = task_place(task);
+    auto same = [&](const Place& a) {
+      return a.pci_path == anchor.pci_path && a.l3 == anchor.l3 && a.numa == anchor.numa &&
+             a.package == anchor.package;
+    };
+    const auto found = std::find_if(anchors.begin(), anchors.end(), same);
+    row_of[task] = static_cast<int>(found - anchors.begin());
+    if (found != anchors.end()) continue;
+    anchors.push_back(anchor);
     for (int g = 0; g < ngroups; ++g) {
       const int d = distance(anchor, place_of(usable_[groups_[g].units.front()]));
-      to_group[static_cast<size_t>(task) * ngroups + g] = d;
-      if (groups_[g].free > 0) levels.push_back(d);
+      to_group.push_back(d);
+      // Few distinct distances (the L3, NUMA node, package, far): kept sorted as they come.
+      if (groups_[g].free > 0 && std::find(levels.begin(), levels.end(), d) == levels.end())
+        levels.insert(std::upper_bound(levels.begin(), levels.end(), d), d);
     }
   }
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-
+  auto distance_to = [&](int task, int g) {
+    return to_group[static_cast<size_t>(row_of[task]) * ngroups + g];
+  };
   // The nearest group with a free core within `level`; among equals the one the task already
   // takes from, then one that holds all it may still take, then the one nearest its own cores.
   // -1 for none.
   Scratch<int> last_group(ntasks_, -1);
   Scratch<int> promised(ngroups, 0);  // what the tasks taking from a group may still take
   auto nearest_group = [&](int task, int level) {
+    // The group it takes from stays the nearest while it has cores: the group was the nearest
+    // with a free core when chosen, and cores only ever get taken.
+    const int last = last_group[task];
+    if (last >= 0 && groups_[last].free > 0 && distance_to(task, last) <= level) return last;
     int best = -1;
-    std::array<int, 5> best_key{};
+    std::array<int, 4> best_key{};
     for (int g = 0; g < ngroups; ++g) {
-      const int d = to_group[static_cast<size_t>(task) * ngroups + g];
+      const int d = distance_to(task, g);
       if (groups_[g].free == 0 || d > level) continue;
       const int first = groups_[g].units[groups_[g].next];
-      const std::array<int, 5> key = {d, g == last_group[task] ? 0 : 1,
+      const std::array<int, 4> key = {d,
                                       groups_[g].free - promised[g] >= still_wanted(task) ? 0 : 1,
                                       std::abs(first - own[task]), first};
       if (best < 0 || key < best_key) {
@@ -304,7 +323,7 @@ void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<
     const long y = static_cast<long>(held[b]) * weight[a];
     return x != y ? x > y : a > b;
   };
-  Scratch<std::array<int, 2>> takes;  // (group, task), one per spare core
+  Scratch<std::array<int, 3>> takes;  // (group, task, cores)
   Scratch<int> heap;
   for (int level : levels) {
     heap.clear();
@@ -326,14 +345,24 @@ void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<
       }
       if (held[task] == cap[task]) {  // one of the larger shares
         may_take_more[task] = false;
-        --*slot_of(task);
+        --shares[share_of[task]].slots;
         ++cap[task];
         ++promised[g];
       }
-      --groups_[g].free;
-      --promised[g];
-      ++held[task];
-      takes.push_back({g, task});
+      // A run at once: all it still takes where the group holds that beside what the other
+      // tasks taking from it may still take; else as long as it stays the poorest (one core
+      // past the next task).
+      int run = std::min(cap[task] - held[task], groups_[g].free);
+      const int others_promised = promised[g] - (cap[task] - held[task]);
+      if (!heap.empty() && groups_[g].free - others_promised < run) {
+        const int next = heap.front();
+        const long even = static_cast<long>(held[next]) * weight[task] / weight[next];
+        run = static_cast<int>(std::min<long>(run, std::max(1L, even + 1 - held[task])));
+      }
+      groups_[g].free -= run;
+      promised[g] -= run;
+      held[task] += run;
+      takes.push_back({g, task, run});
       if (may_take(task)) {
         heap.push_back(task);
         std::push_heap(heap.begin(), heap.end(), richer);
@@ -344,13 +373,15 @@ void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<
   std::sort(takes.begin(), takes.end(), [&](const auto& a, const auto& b) {
     return std::tie(a[0], own[a[1]], a[1]) < std::tie(b[0], own[b[1]], b[1]);
   });
-  for (const auto& [g, task] : takes) {
+  for (const auto& [g, task, cores] : takes) {
     Group& group = groups_[g];
-    while (core_owners_[group.units[group.next]] != 0)
-      ++group.next;
-    const int u = group.units[group.next++];
-    core_owners_[u] = 1;
-    task_cores_[task].push_back(u);
+    for (int i = 0; i < cores; ++i) {
+      while (core_owners_[group.units[group.next]] != 0)
+        ++group.next;
+      const int u = group.units[group.next++];
+      core_owners_[u] = 1;
+      task_cores_[task].push_back(u);
+    }
   }
 }
 

@@ -201,60 +201,91 @@ void Planner::assign_gpus_by_cores() {
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
 
+  // GPUs of one locality are alike to a task: pairs are (task, domain), a domain's GPUs taken
+  // in GPU order.
+  Scratch<int> domains;  // the first step GPU of each domain
+  for (int g = 0; g < gpus; ++g) {
+    if (gpu_domain_[g] == g) domains.push_back(g);
+  }
   struct Pair {
-    int local_share;  // the task's cores in the GPU's domain, per 2^16 of its cores, negated
+    int local_share;  // the task's cores in the domain, per 2^16 of its cores, negated
     int distance;
-    int task, gpu;
+    int task, domain;
     bool operator<(const Pair& o) const {
-      return std::tie(local_share, distance, task, gpu) <
-             std::tie(o.local_share, o.distance, o.task, o.gpu);
+      return std::tie(local_share, distance, task, domain) <
+             std::tie(o.local_share, o.distance, o.task, o.domain);
     }
   };
   Scratch<Pair> pairs;
-  pairs.reserve(static_cast<size_t>(ntasks_) * gpus);
+  pairs.reserve(static_cast<size_t>(ntasks_) * domains.size());
   for (int task = 0; task < ntasks_; ++task) {
     const Place here = task_place(task);
     const Region& cores = task_cores_[task];
-    for (int g = 0; g < gpus; ++g) {
-      const CpuSet& domain = gpu_locality(g).cpus;
+    for (int d : domains) {
+      const CpuSet& domain = gpu_locality(d).cpus;
       const long local = std::count_if(cores.begin(), cores.end(),
                                        [&](int u) { return domain.test(usable_[u].first_pu); });
       const int share = cores.empty() ? 0 : static_cast<int>((local << 16) / cores.size());
-      pairs.push_back({-share, distance(here, place_of(gpu_locality(g))), task, g});
+      pairs.push_back({-share, distance(here, place_of(gpu_locality(d))), task, d});
     }
   }
-  std::sort(pairs.begin(), pairs.end());
+  // Sorted lazily: the pairs of a domain holding all of a task's cores first (with one task per
+  // core, usually all that is needed), the rest only when a round reaches them.
+  const auto whole = std::partition(pairs.begin(), pairs.end(),
+                                    [](const Pair& p) { return p.local_share == -(1 << 16); });
+  std::sort(pairs.begin(), whole);
+  bool rest_sorted = false;
+  auto for_pairs = [&](auto&& needed, auto&& visit) {
+    for (auto p = pairs.begin(); p != whole; ++p)
+      visit(*p);
+    if (!needed()) return;
+    if (!rest_sorted) std::sort(whole, pairs.end());
+    rest_sorted = true;
+    for (auto p = whole; p != pairs.end(); ++p)
+      visit(*p);
+  };
 
   Scratch<int> load(gpus, 0);
   auto holds = [&](int task, int g) {
     const Scratch<int>& mine = task_gpus_[task];
     return std::find(mine.begin(), mine.end(), g) != mine.end();
   };
-  auto take = [&](const Pair& p) {
-    ++load[p.gpu];
-    task_gpus_[p.task].push_back(p.gpu);
+  auto wants = [&](int task) { return static_cast<int>(task_gpus_[task].size()) < per_task; };
+  // Gives `task` GPUs of the pair's domain while it `may` take more and a GPU has room (a load
+  // below `room`); false when the domain has none left.
+  auto take_from = [&](const Pair& p, int room, auto&& may) {
+    for (int g = p.domain; g < gpus && may(p.task); ++g) {
+      if (gpu_domain_[g] != p.domain || load[g] >= room || holds(p.task, g)) continue;
+      ++load[g];
+      task_gpus_[p.task].push_back(g);
+      return true;
+    }
+    return false;
   };
-  // Up to the even share; then one more on `extra` GPUs; then, if capacities leave a task
-  // nothing new, the least loaded GPU it does not hold.
-  for (const Pair& p : pairs) {
-    if (static_cast<int>(task_gpus_[p.task].size()) < per_task && load[p.gpu] < base &&
-        !holds(p.task, p.gpu))
-      take(p);
-  }
-  for (const Pair& p : pairs) {
-    if (extra > 0 && static_cast<int>(task_gpus_[p.task].size()) < per_task &&
-        load[p.gpu] == base && !holds(p.task, p.gpu)) {
-      take(p);
-      --extra;
+  // Up to the even share; then one more on `extra` GPUs; then one more GPU each for the
+  // `one_more` tasks; then, if capacities leave a task nothing new, the least loaded GPU it
+  // does not hold.
+  auto anyone_wants = [&] {
+    for (int task = 0; task < ntasks_; ++task)
+      if (wants(task)) return true;
+    return false;
+  };
+  for_pairs(anyone_wants, [&](const Pair& p) {
+    while (take_from(p, base, wants)) {
     }
-  }
-  for (const Pair& p : pairs) {
-    if (one_more > 0 && static_cast<int>(task_gpus_[p.task].size()) == per_task &&
-        load[p.gpu] < base && !holds(p.task, p.gpu)) {
-      take(p);
-      --one_more;
-    }
-  }
+  });
+  for_pairs([&] { return extra > 0 && anyone_wants(); },
+            [&](const Pair& p) {
+              while (extra > 0 && take_from(p, base + 1, wants))
+                --extra;
+            });
+  auto at_even_share = [&](int task) {
+    return static_cast<int>(task_gpus_[task].size()) == per_task;
+  };
+  for_pairs([&] { return one_more > 0; },
+            [&](const Pair& p) {
+              if (one_more > 0 && take_from(p, base, at_even_share)) --one_more;
+            });
   for (int task = 0; task < ntasks_; ++task) {
     while (static_cast<int>(task_gpus_[task].size()) < per_task) {
       int best = -1;
