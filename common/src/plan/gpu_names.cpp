@@ -66,8 +66,9 @@ std::string_view legacy_mig_parent_uuid(std::string_view token) {
 
 // An Intel GPU on the root bus: the integrated one (0000:00:02.0), not a card behind a port.
 bool intel_integrated(const Gpu& gpu) {
+  if (gpu.vendor != Vendor::kIntel) return false;  // before the string work: runs in sorts
   const std::string bus = canonical_bus_id(gpu.pci_bus_id);
-  return gpu.vendor == Vendor::kIntel && bus.size() > 7 && bus.compare(5, 3, "00:") == 0;
+  return bus.size() > 7 && bus.compare(5, 3, "00:") == 0;
 }
 
 // The order a vendor's runtime counts its GPUs in: the node's numbering (PCI bus order, one
@@ -222,13 +223,19 @@ void Planner::number_for_runtimes(bool whole_node) {
     for (const StepGpu& gpu : step_gpus_)
       visible.push_back(gpu.node_index);
   }
+  // Each GPU's place in its runtime's order, once: the comparisons below are G x G.
+  Scratch<std::pair<bool, int>> order;  // by position in topo_.gpus
+  order.reserve(topo_.gpus.size());
+  for (const Gpu& gpu : topo_.gpus)
+    order.push_back(runtime_order(gpu));
+  auto position = [&](const Gpu& gpu) { return static_cast<size_t>(&gpu - topo_.gpus.data()); };
   for (int g = 0; g < count; ++g) {
     const Gpu& mine = topo_.gpus[step_gpus_[g].node_index];
     if (mine.vendor == Vendor::kUnknown || !token_number(step_gpus_[g].token)) continue;
     int before = 0, devices_before = 0;
     for (int other : visible) {
       const Gpu& gpu = topo_.gpus[other];
-      if (gpu.vendor != mine.vendor || !(runtime_order(gpu) < runtime_order(mine))) continue;
+      if (gpu.vendor != mine.vendor || !(order[position(gpu)] < order[position(mine)])) continue;
       ++before;
       devices_before += std::max(1, gpu.tiles);
     }
