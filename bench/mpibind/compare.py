@@ -167,12 +167,9 @@ class Quality:
         return [o["metrics"] for o in out]
 
 
-def compare_quality(args, dumps):
-    quality = Quality(args)
-    runner = Runner(args)
-    worse, better, counted, left_out = [], {"gpu": 0, "cpu": 0}, 0, []
-    print("| dump | tasks | order | metrics where gpubind is worse | gpubind | mpibind |")
-    print("|---|---:|---|---|---|---|")
+def cases(runner, args, dumps, left_out):
+    """(xml, name, task count, GPUs, cores) for every dump gpubind loads and every task count asked;
+    a dump gpubind cannot load goes to left_out."""
     for xml in dumps:
         name = os.path.splitext(os.path.basename(xml))[0]
         shape = runner.topology(xml)
@@ -181,26 +178,36 @@ def compare_quality(args, dumps):
             continue
         gpus, cores = shape
         for ntasks in task_counts(args.tasks, gpus, cores):
-            try:
-                theirs = quality.mpibind_mapping(xml, ntasks)
-            except MpibindFailed as failure:
-                left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
-                continue
-            gpus_counted = any(t["gpus"] for t in theirs)
-            ours = {o: quality.gpubind_mapping(xml, ntasks, o) for o in ("gpu", "cpu")}
-            scored = quality.scores(xml, [theirs, ours["gpu"], ours["cpu"]], gpus_counted)
-            counted += 1
-            for order, mine in zip(("gpu", "cpu"), scored[1:]):
-                names = [m for m in METRICS if gpus_counted or m not in GPU_METRICS]
-                lost = [m for m in names if mine[m] > scored[0][m]]
-                won = [m for m in names if mine[m] < scored[0][m]]
-                if won and not lost:
-                    better[order] += 1
-                if lost and not won:
-                    worse.append((name, ntasks, order))
-                    print(f"| {name} | {ntasks} | {order} | {', '.join(lost)} | "
-                          f"{', '.join(f'{m}={mine[m]}' for m in lost)} | "
-                          f"{', '.join(f'{m}={scored[0][m]}' for m in lost)} |", flush=True)
+            yield xml, name, ntasks, gpus, cores
+
+
+def compare_quality(args, dumps):
+    quality = Quality(args)
+    runner = Runner(args)
+    worse, better, counted, left_out = [], {"gpu": 0, "cpu": 0}, 0, []
+    print("| dump | tasks | order | metrics where gpubind is worse | gpubind | mpibind |")
+    print("|---|---:|---|---|---|---|")
+    for xml, name, ntasks, _, _ in cases(runner, args, dumps, left_out):
+        try:
+            theirs = quality.mpibind_mapping(xml, ntasks)
+        except MpibindFailed as failure:
+            left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
+            continue
+        gpus_counted = any(t["gpus"] for t in theirs)
+        ours = {o: quality.gpubind_mapping(xml, ntasks, o) for o in ("gpu", "cpu")}
+        scored = quality.scores(xml, [theirs, ours["gpu"], ours["cpu"]], gpus_counted)
+        counted += 1
+        for order, mine in zip(("gpu", "cpu"), scored[1:]):
+            names = [m for m in METRICS if gpus_counted or m not in GPU_METRICS]
+            lost = [m for m in names if mine[m] > scored[0][m]]
+            won = [m for m in names if mine[m] < scored[0][m]]
+            if won and not lost:
+                better[order] += 1
+            if lost and not won:
+                worse.append((name, ntasks, order))
+                print(f"| {name} | {ntasks} | {order} | {', '.join(lost)} | "
+                      f"{', '.join(f'{m}={mine[m]}' for m in lost)} | "
+                      f"{', '.join(f'{m}={scored[0][m]}' for m in lost)} |", flush=True)
     print()
     for order in ("gpu", "cpu"):
         n = sum(1 for w in worse if w[2] == order)
@@ -238,31 +245,24 @@ def main():
     print("| dump | tasks | mpibind µs | mpibind + variables µs | gpubind µs | ratio | ratio with "
           "variables |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for xml in dumps:
-        name = os.path.splitext(os.path.basename(xml))[0]
-        shape = runner.topology(xml)
-        if shape is None:
-            left_out.append(f"{name}: gpubind cannot load it")
+    for xml, name, ntasks, gpus, cores in cases(runner, args, dumps, left_out):
+        samples = {"mpibind": [], "mpibind_env": [], "gpubind": []}
+        try:
+            for _ in range(args.rounds):
+                median, mpibind_gpus = runner.mpibind(xml, ntasks, env=False)
+                samples["mpibind"].append(median)
+                samples["gpubind"].append(runner.gpubind(xml, ntasks))
+                samples["mpibind_env"].append(runner.mpibind(xml, ntasks, env=True)[0])
+        except MpibindFailed as failure:
+            left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
             continue
-        gpus, cores = shape
-        for ntasks in task_counts(args.tasks, gpus, cores):
-            samples = {"mpibind": [], "mpibind_env": [], "gpubind": []}
-            try:
-                for _ in range(args.rounds):
-                    median, mpibind_gpus = runner.mpibind(xml, ntasks, env=False)
-                    samples["mpibind"].append(median)
-                    samples["gpubind"].append(runner.gpubind(xml, ntasks))
-                    samples["mpibind_env"].append(runner.mpibind(xml, ntasks, env=True)[0])
-            except MpibindFailed as failure:
-                left_out.append(f"{name} with {ntasks} tasks: mpibind: {failure}")
-                continue
-            row = {k: statistics.median(v) for k, v in samples.items()}
-            row.update(dump=name, ntasks=ntasks, cores=cores, no_gpu=gpus > 0 and mpibind_gpus == 0)
-            rows.append(row)
-            note = " (mpibind maps no GPU)" if row["no_gpu"] else ""
-            print(f"| {name}{note} | {ntasks} | {row['mpibind']:.1f} | {row['mpibind_env']:.1f} | "
-                  f"{row['gpubind']:.1f} | {row['mpibind'] / row['gpubind']:.2f} | "
-                  f"{row['mpibind_env'] / row['gpubind']:.2f} |", flush=True)
+        row = {k: statistics.median(v) for k, v in samples.items()}
+        row.update(dump=name, ntasks=ntasks, cores=cores, no_gpu=gpus > 0 and mpibind_gpus == 0)
+        rows.append(row)
+        note = " (mpibind maps no GPU)" if row["no_gpu"] else ""
+        print(f"| {name}{note} | {ntasks} | {row['mpibind']:.1f} | {row['mpibind_env']:.1f} | "
+              f"{row['gpubind']:.1f} | {row['mpibind'] / row['gpubind']:.2f} | "
+              f"{row['mpibind_env'] / row['gpubind']:.2f} |", flush=True)
     print()
     for label, pick in [("8 tasks", lambda r: r["ntasks"] == 8),
                         ("one task per core", lambda r: r["ntasks"] == r["cores"])]:

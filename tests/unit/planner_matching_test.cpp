@@ -14,8 +14,18 @@
 namespace gpubind {
 namespace {
 
+struct NodeShape {
+  int packages, numa_per_package, l3_per_numa, cores_per_l3, threads_per_core;
+};
+
 // A synthetic node whose GPUs (one NIC each) sit on the NUMA nodes listed, in that GPU order.
-Topology node_with_gpus_on(bench::SyntheticShape shape, const std::vector<int>& gpu_numas) {
+Topology node_with_gpus_on(const NodeShape& node, const std::vector<int>& gpu_numas) {
+  bench::SyntheticShape shape;
+  shape.packages = node.packages;
+  shape.numa_per_package = node.numa_per_package;
+  shape.l3_per_numa = node.l3_per_numa;
+  shape.cores_per_l3 = node.cores_per_l3;
+  shape.threads_per_core = node.threads_per_core;
   shape.gpus_per_numa = 1;
   const Topology full = bench::synthetic_topology(shape);
   Topology t = full;
@@ -75,13 +85,7 @@ int package_of_numa(const Topology& t, int numa) {
 // gets that GPU (rank by rank, rank 0 would take GPU 0 first and leave rank 3 a far one), the
 // others one of their own package's, two tasks per GPU.
 TEST(PlannerOrderCpu, TasksOnAGpusNumaNodeGetThatGpuFirst) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 4;
-  shape.l3_per_numa = 1;
-  shape.cores_per_l3 = 6;
-  shape.threads_per_core = 2;
-  const Topology t = node_with_gpus_on(shape, {3, 1, 7, 5});
+  const Topology t = node_with_gpus_on({2, 4, 1, 6, 2}, {3, 1, 7, 5});
   const Plan plan = plan_of(t, SitePolicy(), step(8, Order::kCpu));
   std::map<int, int> load;
   for (const TaskPlan& task : plan.tasks) {
@@ -104,13 +108,7 @@ TEST(PlannerOrderCpu, TasksOnAGpusNumaNodeGetThatGpuFirst) {
 // Fewer tasks than GPUs under order=cpu: each task's GPUs are those its cores hold, whatever
 // the GPUs' order.
 TEST(PlannerOrderCpu, MultiGpuTasksTakeTheirOwnNumaNodesGpus) {
-  bench::SyntheticShape shape;
-  shape.packages = 1;
-  shape.numa_per_package = 2;
-  shape.l3_per_numa = 2;
-  shape.cores_per_l3 = 4;
-  shape.threads_per_core = 1;
-  const Topology t = node_with_gpus_on(shape, {1, 0, 1, 0});
+  const Topology t = node_with_gpus_on({1, 2, 2, 4, 1}, {1, 0, 1, 0});
   const Plan plan = plan_of(t, SitePolicy(), step(2, Order::kCpu));
   for (const TaskPlan& task : plan.tasks) {
     ASSERT_EQ(task.gpus.size(), 2u);
@@ -124,13 +122,7 @@ TEST(PlannerOrderCpu, MultiGpuTasksTakeTheirOwnNumaNodesGpus) {
 // 16 one-core tasks on NUMA node 1; each node gets 12, three per GPU, each task on its GPU's
 // node.
 TEST(PlannerOrderCpu, EachNumaNodeGetsItsShareOfTheTasks) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 8;
-  shape.cores_per_l3 = 3;
-  shape.threads_per_core = 2;
-  const Topology t = node_with_gpus_on(shape, {0, 0, 0, 0, 1, 1, 1, 1});
+  const Topology t = node_with_gpus_on({2, 1, 8, 3, 2}, {0, 0, 0, 0, 1, 1, 1, 1});
   SitePolicy policy;
   policy.reserve_first_core_per_l3 = true;
   const Plan plan = plan_of(t, policy, step(24, Order::kCpu));
@@ -150,13 +142,7 @@ TEST(PlannerOrderCpu, EachNumaNodeGetsItsShareOfTheTasks) {
 // 6-core task cores of both nodes; dealt by NUMA node the counts stay within one (6,6,5,5 on
 // each) and no task straddles.
 TEST(PlannerOrderCpu, NoTaskAcrossNumaNodesWhereDealingKeepsTheBalance) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 11;
-  shape.cores_per_l3 = 2;
-  shape.threads_per_core = 4;
-  const Topology t = node_with_gpus_on(shape, {0, 0, 1, 1});
+  const Topology t = node_with_gpus_on({2, 1, 11, 2, 4}, {0, 0, 1, 1});
   const Plan plan = plan_of(t, SitePolicy(), step(8, Order::kCpu));
   int fewest = 1 << 30, most = 0;
   for (const TaskPlan& task : plan.tasks) {
@@ -173,13 +159,7 @@ TEST(PlannerOrderCpu, NoTaskAcrossNumaNodesWhereDealingKeepsTheBalance) {
 // More tasks than cores under order=cpu: the tasks that must share a core spread over the node,
 // so each NUMA node keeps as many tasks as its GPUs take (two per GPU), none far from its GPU.
 TEST(PlannerOrderCpu, TasksSharingCoresSpreadOverTheNode) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 1;
-  shape.cores_per_l3 = 4;
-  shape.threads_per_core = 1;
-  const Topology t = node_with_gpus_on(shape, {0, 0, 1, 1});
+  const Topology t = node_with_gpus_on({2, 1, 1, 4, 1}, {0, 0, 1, 1});
   const Plan plan = plan_of(t, SitePolicy(), step(12, Order::kCpu));
   for (const TaskPlan& task : plan.tasks) {
     ASSERT_EQ(task.gpus.size(), 1u);
@@ -191,13 +171,7 @@ TEST(PlannerOrderCpu, TasksSharingCoresSpreadOverTheNode) {
 // Fewer tasks than GPUs under order=cpu: every GPU goes to a task (12 GPUs for 8 tasks: four
 // take two), each from the task's own NUMA node.
 TEST(PlannerOrderCpu, EveryGpuIsUsedWhenTasksAreFewer) {
-  bench::SyntheticShape shape;
-  shape.packages = 4;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 3;
-  shape.cores_per_l3 = 8;
-  shape.threads_per_core = 1;
-  const Topology t = node_with_gpus_on(shape, {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3});
+  const Topology t = node_with_gpus_on({4, 1, 3, 8, 1}, {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3});
   const Plan plan = plan_of(t, SitePolicy(), step(8, Order::kCpu));
   std::vector<int> holders(12, 0);
   for (const TaskPlan& task : plan.tasks) {
@@ -213,13 +187,7 @@ TEST(PlannerOrderCpu, EveryGpuIsUsedWhenTasksAreFewer) {
 // first core of each L3 reserved): the GPUs that take a sixth task are spread so that each
 // domain carries 23 tasks, and every task has its core in its GPU's domain.
 TEST(PlannerGpus, LargerGpuSharesGoWhereTheDomainHasCores) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 1;
-  shape.l3_per_numa = 1;
-  shape.cores_per_l3 = 24;
-  shape.threads_per_core = 2;
-  const Topology t = node_with_gpus_on(shape, {0, 0, 0, 0, 1, 1, 1, 1});
+  const Topology t = node_with_gpus_on({2, 1, 1, 24, 2}, {0, 0, 0, 0, 1, 1, 1, 1});
   SitePolicy policy;
   policy.reserve_first_core_per_l3 = true;
   const Plan plan = plan_of(t, policy, step(46));
@@ -243,13 +211,7 @@ TEST(PlannerGpus, LargerGpuSharesGoWhereTheDomainHasCores) {
 // tasks each package's six tasks share its two spare NUMA nodes: no task reaches across to the
 // other package, and the cores stay within one of each other.
 TEST(PlannerSpareCores, SparesGoNearestFirstAcrossAllTasks) {
-  bench::SyntheticShape shape;
-  shape.packages = 2;
-  shape.numa_per_package = 4;
-  shape.l3_per_numa = 1;
-  shape.cores_per_l3 = 14;
-  shape.threads_per_core = 2;
-  const Topology t = node_with_gpus_on(shape, {3, 1, 7, 5});
+  const Topology t = node_with_gpus_on({2, 4, 1, 14, 2}, {3, 1, 7, 5});
   const Plan plan = plan_of(t, SitePolicy(), step(12));
   int fewest = 1 << 30, most = 0;
   for (const TaskPlan& task : plan.tasks) {
@@ -267,13 +229,7 @@ TEST(PlannerSpareCores, SparesGoNearestFirstAcrossAllTasks) {
 // Spares next to one GPU's tasks only: the tasks near them take the larger shares, but no task
 // more than one core above another.
 TEST(PlannerSpareCores, NearbySparesNeverUnbalanceTheShares) {
-  bench::SyntheticShape shape;
-  shape.packages = 1;
-  shape.numa_per_package = 4;
-  shape.l3_per_numa = 2;
-  shape.cores_per_l3 = 4;
-  shape.threads_per_core = 1;
-  const Topology t = node_with_gpus_on(shape, {0, 2});
+  const Topology t = node_with_gpus_on({1, 4, 2, 4, 1}, {0, 2});
   for (int ntasks : {3, 5, 6, 7}) {
     const Plan plan = plan_of(t, SitePolicy(), step(ntasks));
     std::vector<int> cores;

@@ -145,8 +145,13 @@ class Scorer {
     return l3s;
   }
 
+  // The task's CPUs in `domain` hold more than half of them.
+  static bool mostly_in(const TaskView& task, const CpuSet& domain) {
+    return 2 * (task.plan->cpus & domain).count() > task.plan->cpus.count();
+  }
+
   bool near(const TaskView& task, int gpu) const {
-    return 2 * (task.plan->cpus & node_.gpus[gpu].locality).count() > task.plan->cpus.count();
+    return mostly_in(task, node_.gpus[gpu].locality);
   }
 
   void check_task_count() {
@@ -332,11 +337,6 @@ class Scorer {
         break;
       }
     }
-  }
-
-  // The task's CPUs in `domain` hold more than half of them.
-  static bool mostly_in(const TaskView& task, const CpuSet& domain) {
-    return 2 * (task.plan->cpus & domain).count() > task.plan->cpus.count();
   }
 
   // order=cpu: each GPU's tasks. A task mostly in a NUMA node that holds a GPU (the GPU's

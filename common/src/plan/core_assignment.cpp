@@ -216,7 +216,7 @@ void Planner::share_spare_cores() {
 
 // Spare cores go nearest first across all tasks at once, not task by task: at each distance
 // (the task's own L3, NUMA node, package, then farther), the poorest task (fewest cores per
-// GPU) that has a free core that near takes one, up to the most cores the even share gives a
+// GPU) that has a free core that near takes some, up to the most cores the even share gives a
 // task of its weight. So the larger shares go to the tasks with spares nearby, and no task
 // reaches across a socket for a core another task would have found at home. Then each L3
 // group's spares are laid out in runs, in the order of their takers' own cores.
@@ -458,15 +458,17 @@ void Planner::distribute(const Region& cores, int begin, int end, int tasks, int
     // less than its share, or splits a task across NUMA nodes where dealing them keeps the
     // counts within one (44 cores in two 22-core NUMA nodes for 8 tasks: 6,6,5,5 on each, not
     // a task of 6 across the boundary).
-    Scratch<Range> dealt;
-    dealt.reserve(tasks);
-    deal(cores, begin, end, tasks, level, dealt);
-    if (numa_counts_off(cores, begin, end, balanced) ||
-        (numa_straddles(cores, dealt) < numa_straddles(cores, balanced) &&
-         size_spread(dealt) <= 1)) {
-      out.resize(first);
-      out.insert(out.end(), dealt.begin(), dealt.end());
-      return;
+    const bool counts_off = numa_counts_off(cores, begin, end, balanced);
+    const int straddles = numa_straddles(cores, balanced);
+    if (counts_off || straddles > 0) {
+      Scratch<Range> dealt;
+      dealt.reserve(tasks);
+      deal(cores, begin, end, tasks, level, dealt);
+      if (counts_off || (numa_straddles(cores, dealt) < straddles && size_spread(dealt) <= 1)) {
+        out.resize(first);
+        out.insert(out.end(), dealt.begin(), dealt.end());
+        return;
+      }
     }
   }
   const int balanced_straddles = avoidable_straddles(cores, begin, end, balanced);
@@ -494,7 +496,6 @@ bool Planner::numa_counts_off(const Region& cores, int begin, int end,
                               const Scratch<Range>& ranges) const {
   const int total = end - begin;
   const int tasks = static_cast<int>(ranges.size());
-  if (usable_[cores[begin]].numa == usable_[cores[end - 1]].numa) return false;
   // NUMA nodes are runs of cores[begin, end); a task counts for the one holding its middle core.
   int run_begin = begin;
   size_t next_task = 0;

@@ -251,8 +251,8 @@ void Planner::assign_gpus_by_cores() {
     return std::find(mine.begin(), mine.end(), g) != mine.end();
   };
   auto wants = [&](int task) { return static_cast<int>(task_gpus_[task].size()) < per_task; };
-  // Gives `task` GPUs of the pair's domain while it `may` take more and a GPU has room (a load
-  // below `room`); false when the domain has none left.
+  // Gives the pair's task the first GPU of the pair's domain that has room (a load below `room`)
+  // and that it does not hold, if it `may` take one; false when it took none.
   auto take_from = [&](const Pair& p, int room, auto&& may) {
     for (int g = p.domain; g < gpus && may(p.task); ++g) {
       if (gpu_domain_[g] != p.domain || load[g] >= room || holds(p.task, g)) continue;
