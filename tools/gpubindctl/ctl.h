@@ -1,0 +1,51 @@
+// What gpubindctl's commands share: exit codes, the plan options, offline loading and the daemon's
+// address. Each command lives in a file of its own; gpubindctl.cpp dispatches to them.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "gpubind/cli_args.h"
+#include "gpubind/node.h"
+#include "gpubind/planner.h"
+#include "gpubind/result.h"
+
+namespace gpubind::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+// Prints "gpubindctl: MESSAGE" to stderr and returns `code`.
+int fail(const std::string& message, int code = kExitBadInput);
+
+// A failed call to the daemon, with what to do when the daemon does not serve this user gRPC.
+int fail_from_daemon(const std::string& socket_path, const Error& error, int code = kExitFailed);
+
+// The step shape of `plan`, `explain` and `bench`: --ntasks, --cpus, --gpus and the rest.
+Result<PlanRequest> request_from(const Args& args);
+
+// With --topology FILE.xml|live: work on that node instead of asking gpubindd.
+bool offline(const Args& args);
+
+// The node of --topology and --policy (built-in defaults without --policy).
+Result<Node> load_offline(const Args& args);
+
+struct DaemonAccess {
+  std::string socket;
+  std::chrono::milliseconds timeout;
+};
+
+// --socket (else $GPUBIND_SOCKET, else the default) and --timeout.
+Result<DaemonAccess> daemon_access(const Args& args);
+
+// Written beside the target and renamed, so a failed write never leaves half a file.
+Status write_file_atomically(const std::string& path, const std::string& content);
+
+// The commands, each in a file of its own.
+int run_topology(const Args& args);  // plan_commands.cpp
+int run_plan(const Args& args);      // plan_commands.cpp
+int run_status(const Args& args);    // daemon_commands.cpp
+int run_bench(const Args& args);     // daemon_commands.cpp
+
+}  // namespace gpubind::cli
