@@ -20,6 +20,19 @@ client::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto) {
   status.socket_activated = proto.socket_activated();
   status.cpu_s = proto.cpu_s();
   status.pid = static_cast<int>(proto.pid());
+  status.plans_cache = proto.plans().cache();
+  status.plans_worker = proto.plans().worker();
+  status.plans_refused = proto.plans().refused();
+  status.plans_node_mismatch = proto.plans().node_mismatch();
+  for (const v1::LatencyBucket& bucket : proto.latency_buckets())
+    status.latency_buckets.emplace_back(bucket.le_s(), bucket.count());
+  status.latency_count = proto.latency_count();
+  status.latency_sum_s = proto.latency_sum_s();
+  status.reloads = proto.reloads();
+  status.reloads_refused = proto.reloads_refused();
+  for (const v1::FallbackCount& fallback : proto.fallbacks())
+    status.fallbacks.emplace_back(fallback.reason(), fallback.count());
+  status.start_time_s = proto.start_time_s();
   return status;
 }
 

@@ -2,7 +2,9 @@
 
 #include "fallback_loader.h"
 #include "gpubind/client/answer_check.h"
+#include "gpubind/client/fallback_report.h"
 #include "gpubind/protocol/client.h"
+#include "gpubind/protocol/fallback_reports.h"
 
 namespace gpubind::client {
 
@@ -67,6 +69,10 @@ Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
                       "; in-process planning failed too: " + local.error().message);
   }
   local->warnings.insert(local->warnings.begin(), failed.message + "; planned in-process instead");
+  // Counted by the daemon's monitoring once it is back (gpubind_fallbacks_total).
+  leave_fallback_report(protocol::fallback_spool_of(site.socket),
+                        trusted_server_of(site).daemon_uid, request.job_id, request.step_id,
+                        fallback_reason(failed), failed.message);
   return local;
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "plan/env_render.h"
@@ -68,6 +69,14 @@ Status Planner::check_request() {
   }
   if (request_.smt && *request_.smt < 0) return make_error("smt must not be negative");
   order_ = request_.order.value_or(policy_.order);
+  if (explain_) {
+    *explain_ = PlanExplanation{};
+    explain_->tasks.resize(ntasks_);
+    for (int task = 0; task < ntasks_; ++task)
+      explain_->tasks[task].rank = task;
+    explain_->order_from = request_.order ? OrderFrom::kRequest : OrderFrom::kPolicy;
+    explain_->policy_source = policy_.source;
+  }
   return Ok{};
 }
 
@@ -78,7 +87,11 @@ Result<Plan> Planner::run() {
   find_gpu_domains();
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
-  if (step_gpus_.empty()) order_ = Order::kCpu;
+  if (step_gpus_.empty()) {
+    if (explain_ && order_ != Order::kCpu) explain_->order_from = OrderFrom::kNoGpus;
+    order_ = Order::kCpu;
+  }
+  if (explain_) explain_->order = order_;
 
   if (order_ == Order::kGpu) {
     assign_gpus_by_rank();
@@ -92,7 +105,8 @@ Result<Plan> Planner::run() {
   if (order_ == Order::kGpu) warn_tasks_far_from_gpus();
   assign_nics();
   warn_shared_gpus();
-  render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings);
+  render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings, explain_);
+  if (explain_) finish_explanation();
   return std::move(plan_);
 }
 
@@ -124,6 +138,10 @@ void Planner::build_task_plans() {
     };
     const int numa = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
     plan.numa_index = numa >= 0 ? topo_.numa_os_number(numa) : -1;
+    if (explain_ && numa >= 0) {
+      explain_->tasks[task].memory =
+          gpu && numa == gpu->numa_index ? MemoryReason::kGpuNuma : MemoryReason::kMostCpus;
+    }
     plan.l3_index = gpu && holds(l3s, gpu->l3_index) ? gpu->l3_index : majority(l3s);
     plan.gpus.reserve(task_gpus_[task].size());
     for (int g : task_gpus_[task]) {
@@ -132,6 +150,49 @@ void Planner::build_task_plans() {
       const int tile = task_tiles_[task];
       plan.gpus.push_back({g, step_gpu.node_index, tile, device_token(g, tile), node_gpu.pci_bus_id,
                            node_gpu.vendor});
+    }
+  }
+}
+
+// The recorded grants as CPU sets per task, in the order the phases gave them (the last grant of
+// a core counts: one given up to a task that had none is that task's); and who shares what.
+void Planner::finish_explanation() {
+  std::stable_sort(grant_records_.begin(), grant_records_.end(),
+                   [](const GrantRecord& a, const GrantRecord& b) {
+                     return std::tie(a.task, a.unit) < std::tie(b.task, b.unit);
+                   });
+  Scratch<int> holders(step_gpus_.size(), 0);
+  for (int task = 0; task < ntasks_; ++task)
+    for (int g : task_gpus_[task])
+      ++holders[g];
+  for (int task = 0; task < ntasks_; ++task) {
+    TaskExplanation& mine = explain_->tasks[task];
+    for (int u : task_cores_[task]) {
+      auto last =
+          std::upper_bound(grant_records_.begin(), grant_records_.end(), std::pair{task, u},
+                           [](const auto& key, const GrantRecord& r) {
+                             return std::tie(key.first, key.second) < std::tie(r.task, r.unit);
+                           });
+      if (last == grant_records_.begin() || (last - 1)->task != task || (last - 1)->unit != u)
+        continue;  // not recorded: cannot happen, every phase records what it gives
+      const GrantRecord& r = *(last - 1);
+      auto same = [&](const CoreGrant& g) {
+        return g.source == r.source && g.nearness == r.nearness && g.domain_gpu == r.domain_gpu;
+      };
+      auto grant = std::find_if(mine.cores.begin(), mine.cores.end(), same);
+      if (grant == mine.cores.end()) {
+        mine.cores.push_back({r.source, {}, r.domain_gpu, r.nearness});
+        grant = mine.cores.end() - 1;
+      }
+      const UsableCore& unit = usable_[u];
+      for (int i = 0; i < unit.pu_count; ++i)
+        grant->cpus.set(usable_pus_[unit.pu_begin + i]);
+      if (core_owners_[u] > 1) mine.shares_cores = true;
+    }
+    std::stable_sort(mine.cores.begin(), mine.cores.end(),
+                     [](const CoreGrant& a, const CoreGrant& b) { return a.source < b.source; });
+    for (GpuChoice& choice : mine.gpus) {
+      if (choice.reason != GpuReason::kUnplaced) choice.sharers = holders[choice.step_index];
     }
   }
 }
@@ -157,6 +218,11 @@ CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy) {
 Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
                        const PlanRequest& request) {
   return planning::Planner(topology, policy, request).run();
+}
+
+Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
+                       const PlanRequest& request, PlanExplanation& explanation) {
+  return planning::Planner(topology, policy, request, &explanation).run();
 }
 
 }  // namespace gpubind

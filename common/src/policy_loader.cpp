@@ -12,6 +12,7 @@
 #include "gpubind/env.h"
 #include "gpubind/env_names.h"
 #include "gpubind/model_limits.h"
+#include "gpubind/node_check.h"
 #include "gpubind/policy.pb.h"
 
 namespace gpubind {
@@ -112,6 +113,88 @@ Result<std::vector<EnvTemplate>> convert_env(const Locator& loc, const gpubind::
   return out;
 }
 
+// A glob fnmatch would take: brackets closed, something to match.
+Status check_glob(const std::string& glob) {
+  if (glob.empty()) return make_error("empty pattern");
+  int depth = 0;
+  for (size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      ++i;
+    } else if (glob[i] == '[' && depth == 0) {
+      depth = 1;
+      if (i + 1 < glob.size() && (glob[i + 1] == '!' || glob[i + 1] == '^')) ++i;
+      if (i + 1 < glob.size() && glob[i + 1] == ']') ++i;  // "[]...]" holds a ']'
+    } else if (glob[i] == ']' && depth == 1) {
+      depth = 0;
+    }
+  }
+  if (depth != 0) return make_error("pattern '" + glob + "' has an unclosed '['");
+  return Ok{};
+}
+
+Result<ExpectedNode> convert_expect(const Locator& loc, const gpubind::Policy& proto) {
+  const gpubind::NodeExpectation& e = proto.expect();
+  const pb::FieldDescriptor* fd = proto.GetDescriptor()->FindFieldByName("expect");
+  const pb::TextFormat::ParseInfoTree* nested = loc.root().GetTreeForNested(fd, -1);
+  auto fail = [&](const std::string& field, int index, const std::string& what) {
+    std::string path = "expect." + field;
+    if (index >= 0) path += "[" + std::to_string(index) + "]";
+    if (nested) return loc.at(*nested, e, field, index, what, path);
+    return loc.at(proto, "expect", -1, path.substr(7) + ": " + what);
+  };
+  ExpectedNode out;
+  // A count beyond what a node can hold is a typo, not an expectation.
+  constexpr uint32_t kMaxDevices = 1024;
+  if (e.gpu_count() > kMaxDevices) {
+    return fail("gpu_count", -1,
+                std::to_string(e.gpu_count()) + " GPUs is not plausible (0-" +
+                    std::to_string(kMaxDevices) + ")");
+  }
+  if (e.nic_count() > kMaxDevices) {
+    return fail("nic_count", -1,
+                std::to_string(e.nic_count()) + " NICs is not plausible (0-" +
+                    std::to_string(kMaxDevices) + ")");
+  }
+  out.gpu_count = static_cast<int>(e.gpu_count());
+  out.nic_count = static_cast<int>(e.nic_count());
+  if (!e.gpu_model().empty()) {
+    if (auto ok = check_glob(e.gpu_model()); !ok) return fail("gpu_model", -1, ok.error().message);
+    out.gpu_model = e.gpu_model();
+  }
+  for (int i = 0; i < e.nics_size(); ++i) {
+    if (auto names = expand_nic_names(e.nics(i)); !names)
+      return fail("nics", i, names.error().message);
+    out.nics.push_back(e.nics(i));
+  }
+  switch (e.gpu_nic_pairing()) {
+    case gpubind::NodeExpectation::PACKAGE:
+      out.gpu_nic_pairing = ExpectedNode::Pairing::kPackage;
+      break;
+    case gpubind::NodeExpectation::NUMA:
+      out.gpu_nic_pairing = ExpectedNode::Pairing::kNuma;
+      break;
+    case gpubind::NodeExpectation::PAIRING_UNCHECKED:
+      break;
+    default:  // a number the text parser let through
+      return fail("gpu_nic_pairing", -1,
+                  std::to_string(e.gpu_nic_pairing()) + " is not one of PACKAGE, NUMA");
+  }
+  switch (e.numa_balancing()) {
+    case gpubind::NodeExpectation::OFF:
+      out.numa_balancing = ExpectedNode::NumaBalancing::kOff;
+      break;
+    case gpubind::NodeExpectation::ON:
+      out.numa_balancing = ExpectedNode::NumaBalancing::kOn;
+      break;
+    case gpubind::NodeExpectation::NUMA_BALANCING_UNCHECKED:
+      break;
+    default:
+      return fail("numa_balancing", -1,
+                  std::to_string(e.numa_balancing()) + " is not one of OFF, ON");
+  }
+  return out;
+}
+
 Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
                            const std::string& source) {
   SitePolicy policy;
@@ -164,6 +247,11 @@ Result<SitePolicy> convert(const gpubind::Policy& proto, const Locator& loc,
   policy.topology_file = proto.topology_file();
   policy.gpu_domain_only = proto.gpu_domain_only();
   policy.gpu_runtime_discovery = proto.gpu_runtime_discovery();
+  if (proto.has_expect()) {
+    auto expect = convert_expect(loc, proto);
+    if (!expect) return expect.error();
+    policy.expect = std::move(*expect);
+  }
   return policy;
 }
 

@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "gpubind/api/convert.h"
+#include "gpubind/daemon/fallback_spool.h"
+#include "gpubind/daemon/journal.h"
 #include "gpubind/daemon/log.h"
 #include "gpubind/daemon/plan_workers.h"
 #include "gpubind/planner.h"
@@ -33,7 +35,8 @@ class InFlight {
 BinderService::BinderService(StatePtr state, bool socket_activated)
     : state_(std::move(state)),
       socket_activated_(socket_activated),
-      latencies_(std::make_unique<LatencyWindow>()) {}
+      latencies_(std::make_unique<LatencyWindow>()),
+      journal_(std::make_unique<Journal>(Journal::socket_from_env())) {}
 
 BinderService::~BinderService() = default;
 
@@ -46,11 +49,18 @@ void BinderService::replace_state(StatePtr state) {
   std::lock_guard<std::mutex> lock(state_mutex_);
   state_ = std::move(state);
   reload_error_.clear();
+  metrics_.count_reload(true);
 }
 
 void BinderService::set_reload_error(const std::string& error) {
   std::lock_guard<std::mutex> lock(state_mutex_);
   reload_error_ = error;
+  metrics_.count_reload(false);
+}
+
+void BinderService::set_fallback_spool(const std::string& folder) {
+  spool_ = std::make_unique<FallbackSpool>(folder);
+  spool_->prepare();
 }
 
 namespace {
@@ -78,6 +88,7 @@ std::string_view BinderService::Answer::suffix() const {
 
 Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
   ++errors_;
+  metrics_.count(why.node_mismatch ? Metrics::Source::kNodeMismatch : Metrics::Source::kRefused);
   // Whatever a message quotes of the request, a client gets it back in bounds (a gRPC status
   // past its metadata limit would arrive as RESOURCE_EXHAUSTED instead of the reason).
   constexpr size_t kMaxReason = 1024;
@@ -103,8 +114,10 @@ Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
 Result<KeyedRequest> BinderService::receive(std::string_view bytes) {
   ++parsed_;
   v1::PlanRequest request;
-  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    count_refused();
     return make_error(kNotARequest);
+  }
   return key(std::move(request));
 }
 
@@ -112,8 +125,10 @@ Result<KeyedRequest> BinderService::receive(const grpc::ByteBuffer& bytes) {
   ++parsed_;
   grpc::ByteBuffer consumed(bytes);  // Deserialize empties its buffer; this copy shares the slices
   v1::PlanRequest request;
-  if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&consumed, &request).ok())
+  if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&consumed, &request).ok()) {
+    count_refused();
     return make_error(kNotARequest);
+  }
   return key(std::move(request));
 }
 
@@ -151,18 +166,13 @@ Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
                " ms");
     std::this_thread::sleep_for(answer_delay_);
   }
-  auto count = [&] {
-    ++requests_;
-    latencies_->add(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
-  };
   // Looked up again: the same shape, queued behind this one's twin, is planned only once.
   if (!keyed.key_.empty()) {
     if (PlanCache::Entry hit = cache_.find(keyed.key_)) {
       ++cache_hits_;
-      count();
-      return Answer{std::move(hit), true};
+      Answer answer{std::move(hit), true};
+      answered(keyed, answer, start);
+      return answer;
     }
   }
   auto serialized = plan_bytes(*keyed.state_, request);
@@ -182,8 +192,24 @@ Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
              " tasks");
-  count();
-  return Answer{std::move(bytes), false};
+  Answer answer{std::move(bytes), false};
+  answered(keyed, answer, start);
+  return answer;
+}
+
+void BinderService::answered(const KeyedRequest& keyed, const Answer& answer,
+                             std::chrono::steady_clock::time_point start) {
+  const auto took = std::chrono::steady_clock::now() - start;
+  ++requests_;
+  latencies_->add(std::chrono::duration<double, std::micro>(took).count());
+  metrics_.count(answer.cached ? Metrics::Source::kCache : Metrics::Source::kWorker);
+  metrics_.observe(std::chrono::duration_cast<std::chrono::nanoseconds>(took));
+  // Plans for no job (the watchdog's probe every few seconds, gpubindctl plan) are not recorded.
+  const v1::PlanRequest& request = keyed.request_;
+  if (journal_->enabled() && request.job_id() != 0) {
+    journal_->plan({request.job_id(), request.step_id(), request.ntasks(),
+                    answer.cached ? "cache" : "worker", count_warnings(*answer.bytes)});
+  }
 }
 
 std::optional<BinderService::Answer> BinderService::answer_from_cache(const KeyedRequest& keyed) {
@@ -192,10 +218,9 @@ std::optional<BinderService::Answer> BinderService::answer_from_cache(const Keye
   PlanCache::Entry hit = cache_.find(keyed.key_);
   if (!hit) return std::nullopt;
   ++cache_hits_;
-  ++requests_;
-  latencies_->add(
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  return Answer{std::move(hit), true};
+  Answer answer{std::move(hit), true};
+  answered(keyed, answer, start);
+  return answer;
 }
 
 namespace {
@@ -271,6 +296,7 @@ grpc::ServerUnaryReactor* BinderService::Plan(grpc::CallbackServerContext* conte
   if (!workers_) {
     plan();
   } else if (!workers_->submit(kGrpcTurn, plan, call->request.large())) {
+    count_refused();
     call->finish(
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                      "no planner free: too many gRPC plans waiting, or gpubindd is stopping"));
@@ -308,6 +334,13 @@ grpc::Status BinderService::GetStatus(grpc::ServerContext*, const v1::GetStatusR
   response->set_cpu_s(cpu_seconds());
   response->set_pid(static_cast<uint32_t>(getpid()));
   response->set_socket_activated(socket_activated_);
+  response->set_start_time_s(std::chrono::duration<double>(started_at_.time_since_epoch()).count());
+  metrics_.to_proto(*response);
+  if (spool_) {
+    spool_->absorb_into(*response);
+  } else {
+    FallbackSpool("").absorb_into(*response);  // every reason, at 0
+  }
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     response->set_last_reload_error(reload_error_);

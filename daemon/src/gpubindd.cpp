@@ -27,6 +27,7 @@
 #include "gpubind/daemon/router.h"
 #include "gpubind/node.h"
 #include "gpubind/parse.h"
+#include "gpubind/protocol/fallback_reports.h"
 #include "gpubind/protocol/limits.h"
 #include "gpubind/sanitizers.h"
 #include "watchdog.h"
@@ -289,6 +290,9 @@ class Serving {
         watchdog_(socket.path),
         listen_fd_(socket.fd) {
     service_.plan_on(&workers_);
+    // Beside the socket, where the launch side looks (its path: the plugin's socket= argument).
+    if (socket.path.rfind('/', 0) == 0)
+      service_.set_fallback_spool(protocol::fallback_spool_of(socket.path));
     if (const auto answer_delay = options.answer_delay; answer_delay.count() > 0) {
       log::warning("--delay-answers: every Plan answer is held " +
                    std::to_string(answer_delay.count()) + " ms (fault testing)");

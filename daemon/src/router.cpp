@@ -332,6 +332,7 @@ void Router::read_request(Connection& c) {
         return;
       }
       if (verdict.kind == HeaderVerdict::kAnswerNow) {
+        service_.count_refused();  // another protocol version, or too large
         start_writing(c, std::move(verdict.answer));
         return;
       }
@@ -372,6 +373,7 @@ void Router::start_planning(Connection& c) {
     }
   };
   if (!workers_.submit(c.uid, std::move(job), large)) {
+    service_.count_refused();
     static log::RateLimited said;
     said.write(log::Level::kWarning,
                "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
@@ -397,7 +399,10 @@ void Router::start_writing(Connection& c, AnswerFrame frame) {
   c.out = std::move(frame);
   c.sent = 0;
   if (c.out.body) {
-    if (auto refused = hold_answer(c)) c.out = refusal_frame(*refused);
+    if (auto refused = hold_answer(c)) {
+      service_.count_refused();
+      c.out = refusal_frame(*refused);
+    }
   }
   write_answer(c);
 }

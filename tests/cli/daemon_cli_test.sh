@@ -38,6 +38,10 @@ same "plan 8 json" plan --ntasks 8 --json
 same "plan 24 table" plan --ntasks 24
 same "plan order cpu" plan --ntasks 8 --order cpu --json
 same "plan subset" plan --ntasks 3 --gpus 2,5 --cpus 0-40 --cpus-per-task 4 --json
+# explain on the daemon's node: its topology and policy file, its own plan.
+same "explain 8" explain --ntasks 8
+same "explain order cpu json" explain --ntasks 8 --order cpu --json
+same "explain subset rank" explain --ntasks 3 --gpus 2,5 --cpus 0-40 --rank 1
 # The picture from the daemon (plan, topology and reserved CPUs fetched) equals the offline one.
 "$ctl" plan --ntasks 8 --topology "$topology" --policy "$policy" --svg "$tmp/offline.svg" >/dev/null
 "$ctl" --socket "$socket" plan --ntasks 8 --svg "$tmp/online.svg" >/dev/null

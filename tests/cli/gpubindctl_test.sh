@@ -86,5 +86,45 @@ printf '<topology>' >"$tmp/broken.xml"
 check "broken xml" 2 "topology file '$tmp/broken.xml'" -- "$ctl" topology --topology "$tmp/broken.xml"
 check "--socket=PATH before the command" 1 "gpubindd at $tmp/none.sock" -- "$ctl" --socket="$tmp/none.sock" --timeout=300 status
 
+# explain: the planner's reasons, for one task or all, and as JSON.
+check "explain reserved" 0 '^  reserved 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120: the first core of each L3' \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8
+check "explain cites the policy line" 0 'reserve_first_core_per_l3 in the site policy \(.*/lumi-g.policy:[0-9]+\)$' \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8
+check "explain task heading" 0 '^local task 0: CPUs 49-55 \(7 cores\), GPU 0 \(0000:c1:00.0\), NIC hsn0$' \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 0
+check "explain gpu domain" 0 "^  cores +49-55 +its GPU's own domain, L3 6 \(CPUs 48-55,112-119\)" \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 0
+check "explain json" 0 '^\{"step":\{"ntasks":8,"order":"gpu","order_from":"policy"' \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --json
+check "explain rank out of range" 2 "--rank: expected a whole number from 0 to 7" \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 8
+# Each fixture and shape: explain's cores, GPUs and NICs are the plan's, task by task.
+for xml in "$fixtures"/*.xml; do
+  for shape in "--ntasks 1" "--ntasks 8" "--ntasks 8 --order cpu" "--ntasks 30 --cpus 0-40" "--ntasks 300"; do
+    name="explain = plan: $(basename "$xml") $shape"
+    # shellcheck disable=SC2086
+    if "$ctl" plan --topology "$xml" $shape --json >"$tmp/plan.json" 2>/dev/null &&
+      "$ctl" explain --topology "$xml" $shape --json >"$tmp/explain.json" 2>&1 &&
+      python3 - "$tmp/plan.json" "$tmp/explain.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+explained = json.load(open(sys.argv[2]))
+assert len(plan["tasks"]) == len(explained["tasks"])
+for p, e in zip(plan["tasks"], explained["tasks"]):
+    assert p["cpus"] == e["cpus"], (p["rank"], p["cpus"], e["cpus"])
+    assert [g["pci"] for g in p["gpus"]] == [g["pci"] for g in e["gpus"]], p["rank"]
+    assert [g["token"] for g in p["gpus"]] == [g["token"] for g in e["gpus"]], p["rank"]
+    assert (p.get("nic_names") or "") == ",".join(n["name"] for n in e["nics"]), p["rank"]
+    assert all(c["text"] for c in e["cores"]) and all(g["text"] for g in e["gpus"])
+PY
+    then
+      echo "ok   $name"; passed=$((passed + 1))
+    else
+      echo "FAIL $name"; head -c 300 "$tmp/explain.json"; echo; failed=$((failed + 1))
+    fi
+  done
+done
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

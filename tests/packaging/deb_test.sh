@@ -52,9 +52,11 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-mul
 plugin_dir=lib/$multiarch/slurm-wlm
 listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
-for path in usr/sbin/gpubindd usr/bin/gpubindctl usr/bin/gpubind-check usr/bin/gpubind-run \
+for path in usr/sbin/gpubindd usr/sbin/gpubind-healthcheck usr/share/gpubind/nhc/gpubind.nhc \
+  usr/bin/gpubindctl usr/bin/gpubind-check usr/bin/gpubind-run \
   "usr/$plugin_dir/spank_gpubind.so" "usr/$plugin_dir/libgpubind_stepd.so" \
   lib/systemd/system/gpubindd.service lib/systemd/system/gpubindd.socket \
+  lib/systemd/system/gpubind-metrics.service lib/systemd/system/gpubind-metrics.timer \
   usr/lib/sysusers.d/gpubind.conf etc/gpubind/policy.conf etc/slurm/plugstack.conf.d/gpubind.conf \
   usr/share/man/man8/gpubindd.8.gz usr/share/man/man1/gpubindctl.1.gz \
   usr/share/man/man1/gpubind-check.1.gz usr/share/man/man1/gpubind-run.1.gz \
@@ -67,6 +69,8 @@ done
 ((${#missing[@]} == 0)) && ok "dpkg -c lists every file ($(grep -c '^-' <<<"$listing") files)" ||
   bad "dpkg -c lacks" "${missing[@]}"
 grep -qE '^-rwxr-xr-x \./usr/sbin/gpubindd$' <<<"$listing" && ok "gpubindd is executable" || bad "gpubindd mode"
+grep -qE '^-rwxr-xr-x \./usr/sbin/gpubind-healthcheck$' <<<"$listing" &&
+  ok "gpubind-healthcheck is executable" || bad "gpubind-healthcheck mode"
 control=$(dpkg-deb -I "$deb")
 [[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles) == $'/etc/gpubind/policy.conf\n/etc/slurm/plugstack.conf.d/gpubind.conf' ]] &&
   ok "both configuration files are conffiles" || bad "conffiles" "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)"

@@ -10,10 +10,14 @@ if ! command -v systemd-analyze >/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$units"/gpubindd.service "$units"/gpubindd.socket "$tmp"/
+cp "$units"/gpubindd.service "$units"/gpubindd.socket "$units"/gpubind-metrics.service \
+  "$units"/gpubind-metrics.timer "$tmp"/
 sed -i "s|/usr/sbin/gpubindd|$daemon|" "$tmp"/gpubindd.service
+# The metrics service's gpubindctl: the built one beside the daemon.
+sed -i "s|/usr/bin/gpubindctl|$(dirname "$daemon")/gpubindctl|" "$tmp"/gpubind-metrics.service
 failed=0
-out=$(cd "$tmp" && systemd-analyze verify --man=no gpubindd.socket gpubindd.service 2>&1)
+out=$(cd "$tmp" && systemd-analyze verify --man=no gpubindd.socket gpubindd.service \
+  gpubind-metrics.service gpubind-metrics.timer 2>&1)
 if [[ $? -ne 0 || -n "$out" ]]; then echo "FAIL verify: $out"; failed=1; else echo "ok   verify"; fi
 # Exposure is scored 0 (best) to 10; the threshold is in tenths.
 report=$(systemd-analyze security --offline=true --threshold=15 "$tmp"/gpubindd.service 2>&1)
@@ -45,5 +49,13 @@ restart_us=$(systemd-analyze timespan "$restart_sec" 2>/dev/null | sed -nE 's/^ 
 [[ $(setting "$units"/gpubindd.socket Socket Accept) == no ]] || { echo "FAIL Accept"; failed=1; }
 grep -q '^SocketMode=0666$' "$units"/gpubindd.socket || { echo "FAIL SocketMode"; failed=1; }
 grep -q '^ListenStream=/run/gpubind/gpubind.sock$' "$units"/gpubindd.socket || { echo "FAIL ListenStream"; failed=1; }
+# The fallback reports' spool beside the socket: the daemon's, writable by it alone.
+[[ $(setting "$service" Service RuntimeDirectory) == gpubind/fallback-reports &&
+  $(setting "$service" Service RuntimeDirectoryMode) == 0755 ]] ||
+  { echo "FAIL RuntimeDirectory: the fallback spool must be gpubind/fallback-reports, 0755"; failed=1; }
+# The metrics timer runs the metrics service every minute, into node_exporter's textfile folder.
+grep -q '^OnUnitActiveSec=1min$' "$units"/gpubind-metrics.timer || { echo "FAIL timer period"; failed=1; }
+grep -q 'metrics --textfile /var/lib/prometheus/node-exporter/gpubind.prom$' \
+  "$units"/gpubind-metrics.service || { echo "FAIL metrics textfile"; failed=1; }
 [[ $failed -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
 exit $failed

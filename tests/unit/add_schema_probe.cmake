@@ -3,7 +3,8 @@
 set(probe_fields
   "PlanRequest:string" "StepGpu:uint32" "PlanResponse:uint64" "TaskPlan:int32" "TaskGpu:string"
   "EnvVar:bool" "GetTopologyResponse:repeated string" "Core:bool" "Gpu:int32" "Nic:string"
-  "Locality:repeated int32" "GetStatusResponse:double")
+  "Locality:repeated int32" "GetStatusResponse:double" "PlanCounts:uint64" "LatencyBucket:uint32"
+  "FallbackCount:string")
 file(READ "${IN}" schema)
 foreach(probe IN LISTS probe_fields)
   string(REPLACE ":" ";" parts "${probe}")

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -415,6 +416,25 @@ v1::GetStatusResponse as_response(const client::DaemonStatus& status) {
   response.set_socket_activated(status.socket_activated);
   response.set_cpu_s(status.cpu_s);
   response.set_pid(static_cast<uint32_t>(status.pid));
+  response.mutable_plans()->set_cache(status.plans_cache);
+  response.mutable_plans()->set_worker(status.plans_worker);
+  response.mutable_plans()->set_refused(status.plans_refused);
+  response.mutable_plans()->set_node_mismatch(status.plans_node_mismatch);
+  for (const auto& [le_s, count] : status.latency_buckets) {
+    v1::LatencyBucket& bucket = *response.add_latency_buckets();
+    bucket.set_le_s(le_s);
+    bucket.set_count(count);
+  }
+  response.set_latency_count(status.latency_count);
+  response.set_latency_sum_s(status.latency_sum_s);
+  response.set_reloads(status.reloads);
+  response.set_reloads_refused(status.reloads_refused);
+  for (const auto& [reason, count] : status.fallbacks) {
+    v1::FallbackCount& fallback = *response.add_fallbacks();
+    fallback.set_reason(reason);
+    fallback.set_count(count);
+  }
+  response.set_start_time_s(status.start_time_s);
   return response;
 }
 
@@ -423,7 +443,7 @@ TEST(SchemaMappings, ClientStatusCarriesEveryField) {
   v1::GetStatusResponse sent;
   fill_every_field(sent);
   expect_lost(fields_lost(sent, as_response(api::status_from_proto(sent)), {}),
-              probe_fields({"GetStatusResponse"}));
+              probe_fields({"GetStatusResponse", "PlanCounts", "LatencyBucket", "FallbackCount"}));
 }
 
 #ifndef GPUBIND_SCHEMA_PROBE
@@ -431,30 +451,50 @@ TEST(SchemaMappings, ClientStatusCarriesEveryField) {
 // a daemon that has planned, answered from its cache, refused a request and a reload, and was
 // socket activated holds no field at its default, unless GetStatus forgets it. Not in the probe
 // build: the service needs the real schema's gRPC stubs.
+// Counts that are 0 in any daemon's answer: buckets below its fastest call, reasons never reported.
+constexpr Omission kDaemonStatusZeros[] = {
+    {"gpubind.v1.LatencyBucket.count", "buckets below the fastest call hold 0; checked below"},
+    {"gpubind.v1.FallbackCount.count", "reasons never reported hold 0; checked below"},
+};
+
 TEST(SchemaMappings, DaemonStatusSetsEveryField) {
   const std::string fixtures = GPUBIND_FIXTURES;
   auto state = daemon::load_state({fixtures + "/lumi-g.policy", fixtures + "/lumi-g.xml"}, nullptr);
   ASSERT_TRUE(state) << state.error().message;
   daemon::BinderService service(*state, /*socket_activated=*/true);
-  v1::PlanRequest planned, refused;
+  char spool[] = "/tmp/gpubind-schema-XXXXXX";
+  ASSERT_NE(mkdtemp(spool), nullptr);
+  service.set_fallback_spool(spool);
+  std::ofstream(std::string(spool) + "/1.2.3.4") << "unavailable: gone\n";
+  v1::PlanRequest planned, refused, mismatch;
   planned.set_ntasks(8);
   refused.set_ntasks(0);
-  for (const v1::PlanRequest* request : {&planned, &planned, &refused}) {
+  mismatch.set_ntasks(1);
+  mismatch.set_gpus_given(true);
+  mismatch.add_gpus()->set_node_index(99);
+  mismatch.mutable_gpus(0)->set_token("99");
+  for (const v1::PlanRequest* request : {&planned, &planned, &refused, &mismatch}) {
     auto keyed = service.receive(request->SerializeAsString());
     ASSERT_TRUE(keyed) << keyed.error().message;
     EXPECT_EQ(service.answer(*keyed).ok(), request == &planned);
   }
+  service.replace_state(*state);
   service.set_reload_error("the policy's line 3 is wrong");
 
   v1::GetStatusResponse status;
   ASSERT_TRUE(service.GetStatus(nullptr, nullptr, &status).ok());
-  expect_lost(testing::fields_unset(status, {}), {});
+  rmdir(spool);
+  expect_known(kDaemonStatusZeros);
+  expect_lost(testing::fields_unset(status, kDaemonStatusZeros), {});
+  EXPECT_EQ(status.latency_buckets(status.latency_buckets_size() - 1).count(), 2u);
+  EXPECT_EQ(status.fallbacks(0).reason(), "unavailable");
+  EXPECT_EQ(status.fallbacks(0).count(), 1u);
   EXPECT_EQ(status.policy_source(), fixtures + "/lumi-g.policy");
   EXPECT_EQ(status.topology_source(), fixtures + "/lumi-g.xml");
   EXPECT_EQ(status.policy_generation(), 1u);
   EXPECT_EQ(status.topology_generation(), 1u);
   EXPECT_EQ(status.requests(), 2u);
-  EXPECT_EQ(status.errors(), 1u);
+  EXPECT_EQ(status.errors(), 2u);
   EXPECT_EQ(status.cache_hits(), 1u);
   EXPECT_EQ(status.last_reload_error(), "the policy's line 3 is wrong");
   EXPECT_EQ(status.pid(), static_cast<uint32_t>(getpid()));

@@ -45,7 +45,11 @@ Status write_file_atomically(const std::string& path, const std::string& content
 // The commands, each in a file of its own.
 int run_topology(const Args& args);  // plan_commands.cpp
 int run_plan(const Args& args);      // plan_commands.cpp
+int run_explain(const Args& args);   // explain_command.cpp
 int run_status(const Args& args);    // daemon_commands.cpp
 int run_bench(const Args& args);     // daemon_commands.cpp
+int run_metrics(const Args& args);   // metrics_command.cpp
+// check_node_command.cpp
+int run_check_node(const Args& args);
 
 }  // namespace gpubind::cli

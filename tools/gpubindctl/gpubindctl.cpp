@@ -20,6 +20,12 @@ Commands:
        [--cpus-per-task N] [--gpus-per-task N] [--tasks-per-gpu N] [--order gpu|cpu]
        [--smt N] [--omp] [--ze-hierarchy flat|composite] [--json] [--svg FILE] [--time]
       The per-task binding plan for a job step on that node; --svg FILE also draws it.
+  explain [--topology FILE.xml|live] [--policy FILE] --ntasks N [plan options] [--rank R]
+          [--json]
+      Why each task of that plan gets its cores, GPUs, NIC and variables, in the planner's own
+      reasons: the GPU's domain and the order, reserved CPUs and the policy line keeping them,
+      spare cores and how near, the NIC's nearness, each variable's rule, and what could not
+      be met. Without --topology, on gpubindd's node and policy (its plan, checked).
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
   bench [--clients N] [--requests M] [--no-cache] [--floor] [plan options] [--json]
@@ -27,6 +33,16 @@ Commands:
       (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures the
       same plans over the plugin's compact protocol, an empty gRPC call and a raw Unix-socket
       echo of the same bytes.
+  metrics [--textfile PATH.prom]
+      The daemon's counters (plans by source, plan time, fallbacks, reloads) in the Prometheus
+      text format; --textfile writes them atomically for node_exporter's textfile collector.
+      A daemon that does not answer gets gpubind_daemon_up 0 (and exit status 1).
+  check-node [--topology FILE.xml|live] [--policy FILE] [--no-daemon] [--json]
+      The node health check: the node against the policy's `expect` and what binding needs
+      (GPU localities with CPUs, NIC links up, kernel.numa_balancing, gpubindd answering).
+      One "ERROR: gpubind: CODE: MESSAGE" line per fault and exit 1; exit 0 when healthy.
+      Without --topology: this node as gpubindd sees it, with the site's policy (default
+      /etc/gpubind/policy.conf); with FILE.xml offline (no links, sysctl or daemon).
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.
@@ -34,7 +50,9 @@ machine); without it they ask gpubindd.
 Options:
   --socket PATH     gpubindd's socket (default $GPUBIND_SOCKET, else /run/gpubind/gpubind.sock)
   --timeout MS      give up on the daemon after MS milliseconds (default 5000)
-  --policy FILE     site policy for offline use (default: built-in defaults)
+  --policy FILE     site policy for offline use (default: built-in defaults; check-node:
+                    /etc/gpubind/policy.conf where it exists)
+  --no-daemon       check-node: do not ask gpubindd
   --ntasks N        tasks of the step on this node
   --cpus LIST       the step's CPUs, "0-63" or a 0x mask (default: every CPU)
   --gpus LIST       the step's GPUs as node GPU indices, "0,1,4-5" (default: every GPU)
@@ -92,6 +110,11 @@ int run(std::vector<std::string> argv) {
     values.insert(kPlanValues.begin(), kPlanValues.end());
     switches.insert({"omp", "time"});
     handler = run_plan;
+  } else if (command == "explain") {
+    values.insert({"topology", "policy", "rank"});
+    values.insert(kPlanValues.begin(), kPlanValues.end());
+    switches.insert("omp");
+    handler = run_explain;
   } else if (command == "status") {
     handler = run_status;
   } else if (command == "bench") {
@@ -99,6 +122,14 @@ int run(std::vector<std::string> argv) {
     values.insert({"clients", "requests"});
     switches.insert({"omp", "no-cache", "floor"});
     handler = run_bench;
+  } else if (command == "check-node") {
+    values.insert({"topology", "policy"});
+    switches.insert("no-daemon");
+    handler = run_check_node;
+  } else if (command == "metrics") {
+    values.insert("textfile");
+    switches.clear();
+    handler = run_metrics;
   } else {
     return fail("unknown command '" + command + "'\n" + kUsage);
   }

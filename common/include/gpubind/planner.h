@@ -17,6 +17,8 @@
 
 namespace gpubind {
 
+struct PlanExplanation;  // explain.h
+
 // One GPU allocated to the step, in the step's order.
 struct StepGpu {
   StepGpu() = default;
@@ -107,6 +109,11 @@ struct Plan {
 // warnings for what it had to give up.
 Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
                        const PlanRequest& request);
+
+// The same plan, and why each task got what it did (explain.h): for tools, at the cost of the
+// recording; make_plan above records nothing.
+Result<Plan> make_plan(const Topology& topology, const SitePolicy& policy,
+                       const PlanRequest& request, PlanExplanation& explanation);
 
 // The CPUs the policy keeps from tasks on this topology.
 CpuSet reserved_cpus(const Topology& topology, const SitePolicy& policy);

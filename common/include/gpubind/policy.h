@@ -19,6 +19,19 @@ struct EnvTemplate {
   bool only_if_unset = false;
 };
 
+// What a healthy node of the site has (policy field `expect`), for the node health check
+// (node_check.h). Zero values are not checked.
+struct ExpectedNode {
+  enum class Pairing { kUnchecked, kPackage, kNuma };
+  enum class NumaBalancing { kUnchecked, kOff, kOn };
+  int gpu_count = 0;
+  std::string gpu_model;  // glob
+  int nic_count = 0;
+  std::vector<std::string> nics;  // globs, each naming a NIC that must be there
+  Pairing gpu_nic_pairing = Pairing::kUnchecked;
+  NumaBalancing numa_balancing = NumaBalancing::kUnchecked;
+};
+
 struct SitePolicy {
   std::string source = "(built-in defaults)";
   CpuSet reserved_cpus;
@@ -34,6 +47,7 @@ struct SitePolicy {
   std::string topology_file;
   bool gpu_domain_only = false;  // spare cores stay idle instead of going to the nearest tasks
   bool gpu_runtime_discovery = false;  // live discovery may load hwloc's GPU runtime plugins
+  ExpectedNode expect;
 
   static std::vector<std::string> default_nic_patterns();
   static std::vector<EnvTemplate> default_gpu_env();

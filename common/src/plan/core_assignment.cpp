@@ -65,6 +65,7 @@ void Planner::assign_cores() {
   struct Domain {
     CpuSet cpus;
     Scratch<int> tasks, weights;
+    int id;  // its GPU domain, or node_id
   };
   Scratch<Domain> domains;
   domains.reserve(step_gpus_.size() + 1);
@@ -75,7 +76,7 @@ void Planner::assign_cores() {
     int& slot = domain_of_id[id];
     if (slot < 0) {
       slot = static_cast<int>(domains.size());
-      domains.push_back({id == node_id ? all_pus_ : gpu_locality(id).cpus, {}, {}});
+      domains.push_back({id == node_id ? all_pus_ : gpu_locality(id).cpus, {}, {}, id});
     }
     return slot;
   };
@@ -132,6 +133,12 @@ void Planner::assign_cores() {
       for (int i = ranges[j].begin; i < end; ++i) {
         core_owners_[free[i]] = 1;
         mine.push_back(free[i]);
+        if (explain_) {
+          const bool node = domain.id == node_id;
+          record_grant(domain.tasks[j], free[i],
+                       node ? CoreSource::kNodeShare : CoreSource::kGpuDomain, Nearness::kMachine,
+                       node ? -1 : step_gpus_[domain.id].node_index);
+        }
       }
     }
   }
@@ -381,6 +388,8 @@ void Planner::hand_out_spares_nearest(const Scratch<int>& target, const Scratch<
       const int u = group.units[group.next++];
       core_owners_[u] = 1;
       task_cores_[task].push_back(u);
+      if (explain_)
+        record_grant(task, u, CoreSource::kSpare, unit_nearness(anchors[row_of[task]], u));
     }
   }
 }
@@ -572,6 +581,7 @@ void Planner::spill(int task, int wanted, const Place& anchor) {
       core_owners_[u] = 1;
       --best->free;
       mine.push_back(u);
+      if (explain_) record_grant(task, u, CoreSource::kSpill, unit_nearness(anchor, u));
     }
   }
 }
@@ -625,6 +635,8 @@ bool Planner::take_from_richest(int task) {
   Region& from = task_cores_[donor];
   std::sort(from.begin(), from.end());
   task_cores_[task].push_back(from.back());
+  if (explain_)
+    record_grant(task, from.back(), CoreSource::kFromRicher, unit_nearness(anchor, from.back()));
   from.pop_back();
   return true;
 }
@@ -663,6 +675,7 @@ void Planner::share_core(int task, const Place& anchor, int spread_unit) {
   }
   ++core_owners_[best];
   task_cores_[task].push_back(best);
+  if (explain_) record_grant(task, best, CoreSource::kShared, unit_nearness(anchor, best));
 }
 
 }  // namespace gpubind::planning

@@ -365,8 +365,11 @@ class TaskPlaceholders final : public PlaceholderSource {
 // one GPU vendor or NIC kind only).
 class CompiledGroup {
  public:
-  explicit CompiledGroup(const std::vector<EnvTemplate>& group)
-      : templates_(group), compiled_(group.size()) {}
+  CompiledGroup(const char* name, const std::vector<EnvTemplate>& group)
+      : name_(name), templates_(group), compiled_(group.size()) {}
+
+  // Explaining: the rule behind each variable this group sets, until told otherwise.
+  void record_into(std::vector<EnvRule>* rules) { rules_ = rules; }
 
   // `selector` is a vendor or NIC kind name (vendor_name, nic_kind_name: one string each, so
   // tasks of the same kind are told by its address), or "" for templates that apply to every
@@ -378,9 +381,10 @@ class CompiledGroup {
       select(selector, naming_gpus, own_only);
     for (int i : chosen_) {
       const EnvTemplate& tmpl = templates_[i];
-      env.add_written(tmpl.name, tmpl.only_if_unset, [&](EnvList::ValueWriter& out) {
-        return compiled_[i]->render_to(values, out);
-      });
+      const bool added = env.add_written(
+          tmpl.name, tmpl.only_if_unset,
+          [&](EnvList::ValueWriter& out) { return compiled_[i]->render_to(values, out); });
+      if (rules_ && added) rules_->push_back({tmpl.name, name_, i, tmpl.when, tmpl.value, false});
     }
   }
 
@@ -390,7 +394,10 @@ class CompiledGroup {
     for (size_t i = 0; i < templates_.size(); ++i) {
       const EnvTemplate& tmpl = templates_[i];
       if (tmpl.when != std::string_view(selector) || !compile(i).uses(Placeholder::kGpus)) continue;
-      if (!env.value_of(tmpl.name)) env.add(tmpl.name, "");
+      if (env.value_of(tmpl.name)) continue;
+      env.add(tmpl.name, "");
+      if (rules_)
+        rules_->push_back({tmpl.name, name_, static_cast<int>(i), tmpl.when, tmpl.value, true});
     }
   }
 
@@ -420,8 +427,10 @@ class CompiledGroup {
     }
   }
 
+  const char* name_;  // the policy's name for the group, "gpu_env"
   const std::vector<EnvTemplate>& templates_;
   Scratch<std::optional<CompiledTemplate>> compiled_;
+  std::vector<EnvRule>* rules_ = nullptr;
   const char* selected_ = nullptr;
   bool naming_gpus_ = true;
   bool own_only_ = false;
@@ -482,19 +491,49 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
   values.select_vendor(std::nullopt);
 }
 
+// Explaining: each variable of the task's environment, in order, with the rule that set it;
+// the templates' rules are in `rules` already, the rest are gpubind's own.
+void order_env_rules(const EnvList& env, std::vector<EnvRule>& rules) {
+  std::vector<EnvRule> ordered;
+  ordered.reserve(env.size());
+  for (const EnvVar var : env) {
+    auto found = std::find_if(rules.begin(), rules.end(),
+                              [&](const EnvRule& rule) { return rule.name == var.name; });
+    if (found != rules.end()) {
+      ordered.push_back(std::move(*found));
+      found->name.clear();
+      continue;
+    }
+    EnvRule own;
+    own.name = std::string(var.name);
+    own.group = own.name.rfind("OMP_", 0) == 0       ? "omp_places"
+                : own.name.rfind("GPUBIND_", 0) == 0 ? "gpubind"
+                                                     : "mixed-vendor";
+    ordered.push_back(std::move(own));
+  }
+  rules = std::move(ordered);
+}
+
 }  // namespace
 
 void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
-                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings) {
+                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings,
+                PlanExplanation* explanation) {
   NodeValues node(topology, tasks, request.ccl);
   const bool omp_places = request.omp_places.value_or(policy.omp_places);
-  CompiledGroup gpu_env(policy.gpu_env), nic_env(policy.nic_env), omp_env(policy.omp_env);
+  CompiledGroup gpu_env("gpu_env", policy.gpu_env), nic_env("nic_env", policy.nic_env),
+      omp_env("omp_env", policy.omp_env);
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
   const SmallVector<Vendor, kVendorCount> node_vendors = vendors_of(topology);
   for (TaskPlan& task : tasks) {
     v.start(task);
     EnvList& env = task.env;
+    std::vector<EnvRule>* rules = explanation ? &explanation->tasks[task.rank].env : nullptr;
+    if (rules) {
+      for (CompiledGroup* group : {&gpu_env, &nic_env, &omp_env})
+        group->record_into(rules);
+    }
     const bool nics = request.nic_env && task.nic_index >= 0;
     const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic_index].kind) : "";
     env.reserve(bytes ? bytes + bytes / 4 : 512);
@@ -518,6 +557,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     if (task.nic_index >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
     if (task.numa_index >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_index).view());
     bytes = env.bytes();
+    if (rules) order_env_rules(env, *rules);
   }
   if (!node.why_not().empty()) warnings.push_back(node.why_not());
 }

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "gpubind/explain.h"
 #include "gpubind/planner.h"
 
 namespace gpubind {
@@ -12,8 +13,9 @@ namespace gpubind {
 // NIC group by its first NIC's kind, then the OpenMP group) and gpubind's own variables.
 // `tasks` is the whole step on the node, in rank order; the request says which groups apply.
 // A variable the step cannot have (its value would be wrong) is left out, and `warnings` says
-// why.
+// why. With an `explanation`, each task's variables are recorded there with their rules.
 void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
-                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings);
+                std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings,
+                PlanExplanation* explanation = nullptr);
 
 }  // namespace gpubind

@@ -134,6 +134,14 @@ void Planner::give_chunks_to_tasks(Scratch<Scratch<int>> chunks,
     const int tiles =
         chunks[c].size() == 1 ? topo_.gpus[step_gpus_[chunks[c][0]].node_index].tiles : 0;
     for (int j = 0; j < sharers; ++j, ++rank) {
+      if (explain_) {
+        for (int g : chunks[c]) {
+          GpuChoice choice;
+          choice.step_index = g;
+          choice.chunk = static_cast<int>(chunks[c].size());
+          record_gpu(rank, choice);
+        }
+      }
       task_gpus_[rank] = j + 1 < sharers ? chunks[c] : std::move(chunks[c]);
       if (sharers > 1 && tiles > 1) task_tiles_[rank] = j * tiles / sharers;
     }
@@ -258,6 +266,7 @@ void Planner::assign_gpus_by_cores() {
       if (gpu_domain_[g] != p.domain || load[g] >= room || holds(p.task, g)) continue;
       ++load[g];
       task_gpus_[p.task].push_back(g);
+      if (explain_) explain_gpu_by_cores(p.task, g, -p.local_share);
       return true;
     }
     return false;
@@ -295,8 +304,25 @@ void Planner::assign_gpus_by_cores() {
       if (best < 0) break;
       ++load[best];
       task_gpus_[task].push_back(best);
+      if (explain_) {
+        GpuChoice choice;
+        choice.step_index = best;
+        choice.reason = GpuReason::kLeastLoaded;
+        choice.nearness = sizes_.nearness(task_place(task), place_of(gpu_locality(best)));
+        record_gpu(task, choice);
+      }
     }
   }
+}
+
+// order=cpu: the task took step GPU `g` for the share of its cores (per 2^16) in g's domain.
+void Planner::explain_gpu_by_cores(int task, int g, int share) {
+  GpuChoice choice;
+  choice.step_index = g;
+  choice.reason = share > 0 ? GpuReason::kCoreShare : GpuReason::kNearest;
+  choice.share_permille = static_cast<int>((static_cast<long>(share) * 1000 + (1 << 15)) >> 16);
+  choice.nearness = sizes_.nearness(task_place(task), place_of(gpu_locality(g)));
+  record_gpu(task, choice);
 }
 
 // Once per step: tasks without a CPU in any of their GPUs' domains (on shared nodes the step's
@@ -309,6 +335,10 @@ void Planner::warn_tasks_far_from_gpus() {
       return task.cpus.intersects(topo_.gpus[gpu.node_index].locality.cpus);
     });
     if (!near) far.push_back(task.rank);
+  }
+  if (explain_) {
+    for (int rank : far)
+      explain_->tasks[rank].far_from_gpu = true;
   }
   if (far.empty()) return;
   std::string which;
@@ -337,6 +367,12 @@ void Planner::warn_shared_gpus() {
     if (task_tiles_[task] >= 0) continue;
     for (int g : task_gpus_[task])
       if (++holders[g] == 2 && first_shared < 0) first_shared = g;
+  }
+  if (explain_ && first_shared >= 0) {
+    for (int task = 0; task < ntasks_; ++task) {
+      for (int g : task_gpus_[task])
+        if (task_tiles_[task] < 0 && holders[g] > 1) explain_->tasks[task].shares_gpu = true;
+    }
   }
   if (first_shared < 0) return;
   const int shared =

@@ -266,6 +266,12 @@ void Planner::hand_out_unplaced_gpus() {
     for (int i = begin; i < end; ++i) {
       const int at = i % n;
       plan_.tasks[task].gpus.push_back({at, -1, -1, tokens[at], "", Vendor::kNvidia});
+      if (explain_) {
+        GpuChoice choice;
+        choice.step_index = at;
+        choice.reason = GpuReason::kUnplaced;
+        record_gpu(task, choice);
+      }
     }
   }
   if (per_task > 0 && per_task * ntasks_ > n) {

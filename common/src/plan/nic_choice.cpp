@@ -12,7 +12,9 @@ namespace {
 // Each node GPU's NIC, whatever the step: the i-th of the GPUs with the same equally nearest NICs
 // takes the i-th of them, round robin. Jobs sharing a node thus spread over the NICs instead of
 // all taking the first, and a task of two such GPUs gets two NICs.
-Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
+// `equally_near`, when given, gets how many NICs each GPU had to choose from.
+Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes,
+                      Scratch<int>* equally_near = nullptr) {
   const int gpus = static_cast<int>(topo.gpus.size());
   Scratch<Scratch<int>> nearest(gpus);
   for (int g = 0; g < gpus; ++g) {
@@ -32,6 +34,11 @@ Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
     const auto before = std::count(nearest.begin(), nearest.begin() + g, nearest[g]);
     nic[g] = nearest[g][before % nearest[g].size()];
   }
+  if (equally_near) {
+    equally_near->resize(gpus);
+    for (int g = 0; g < gpus; ++g)
+      (*equally_near)[g] = static_cast<int>(nearest[g].size());
+  }
   return nic;
 }
 
@@ -39,7 +46,8 @@ Scratch<int> gpu_nics(const Topology& topo, const DomainSizes& sizes) {
 
 void Planner::assign_nics() {
   if (topo_.nics.empty()) return;
-  const Scratch<int> gpu_nic = gpu_nics(topo_, sizes_);
+  Scratch<int> equally_near;
+  const Scratch<int> gpu_nic = gpu_nics(topo_, sizes_, explain_ ? &equally_near : nullptr);
   Scratch<int> load(topo_.nics.size(), 0);
   for (int task = 0; task < ntasks_; ++task) {
     for (int g : task_gpus_[task])
@@ -87,8 +95,32 @@ void Planner::assign_nics() {
     }
     ++leading[plan.nic_indices.front()];
     plan.nic_index = plan.nic_indices.front();
+    if (explain_) explain_nics(task, gpu_nic, equally_near);
     for (int n : plan.nic_indices)
       plan.nic_names += (plan.nic_names.empty() ? "" : ",") + topo_.nics[n].name;
+  }
+}
+
+// Each NIC of the task: the GPU it serves (the first of the task's GPUs whose NIC it is) and how
+// near, or, for a task without GPUs, how near its cores.
+void Planner::explain_nics(int task, const Scratch<int>& gpu_nic,
+                           const Scratch<int>& equally_near) {
+  const TaskPlan& plan = plan_.tasks[task];
+  for (int n : plan.nic_indices) {
+    NicChoice choice;
+    choice.nic_index = n;
+    choice.leads = n == plan.nic_index;
+    const Place nic = place_of(topo_.nics[n].locality);
+    for (int g : task_gpus_[task]) {
+      const int node_gpu = step_gpus_[g].node_index;
+      if (gpu_nic[node_gpu] != n) continue;
+      choice.gpu_step_index = g;
+      choice.nearness = sizes_.nearness(place_of(gpu_locality(g)), nic);
+      choice.equally_near = equally_near[node_gpu];
+      break;
+    }
+    if (choice.gpu_step_index < 0) choice.nearness = sizes_.nearness(task_place(task), nic);
+    explain_->tasks[task].nics.push_back(choice);
   }
 }
 

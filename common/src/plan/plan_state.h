@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpubind/explain.h"
 #include "gpubind/planner.h"
 #include "plan_arena.h"
 
@@ -116,6 +117,17 @@ struct DomainSizes {
     return smallest == kFar ? kFar : 64 + smallest;
   }
 
+  // The smallest thing two places share, in the order distance() ranks them.
+  Nearness nearness(const Place& a, const Place& b) const {
+    if (shared_pci_bridges(a, b) > 0) return Nearness::kPciSwitch;
+    const int l3_size = size(l3, a.l3, b.l3), numa_size = size(numa, a.numa, b.numa);
+    const int package_size = size(package, a.package, b.package);
+    const int smallest = std::min({l3_size, numa_size, package_size});
+    if (smallest == kFar) return Nearness::kMachine;
+    if (smallest == l3_size) return Nearness::kL3;
+    return smallest == numa_size ? Nearness::kNuma : Nearness::kPackage;
+  }
+
   static constexpr int kFar = 1 << 30;
 };
 
@@ -123,8 +135,14 @@ struct DomainSizes {
 // they share the state below, which run() takes from the request to the finished plan.
 class Planner {
  public:
-  Planner(const Topology& topology, const SitePolicy& policy, const PlanRequest& request)
-      : topo_(topology), policy_(policy), request_(request), sizes_(topology) {}
+  // `explanation`, when given, receives the reasons for each decision (explain.h).
+  Planner(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
+          PlanExplanation* explanation = nullptr)
+      : topo_(topology),
+        policy_(policy),
+        request_(request),
+        sizes_(topology),
+        explain_(explanation) {}
 
   Result<Plan> run();
 
@@ -135,9 +153,11 @@ class Planner {
   // planner.cpp
   Status check_request();
   void build_task_plans();
+  void finish_explanation();
 
   // usable_cores.cpp
   Status find_usable_cores();
+  void explain_reserved(const CpuSet& step, int smt);
   void split_cores_into_threads();
   int cores_wanted_per_task();
 
@@ -158,6 +178,7 @@ class Planner {
   void give_chunks_to_tasks(Scratch<Scratch<int>> chunks, const Scratch<int>& tasks_per_chunk);
   void assign_gpus_by_rank();
   void assign_gpus_by_cores();
+  void explain_gpu_by_cores(int task, int g, int share);
   void warn_shared_gpus();
   void warn_tasks_far_from_gpus();
 
@@ -186,6 +207,7 @@ class Planner {
 
   // nic_choice.cpp
   void assign_nics();
+  void explain_nics(int task, const Scratch<int>& gpu_nic, const Scratch<int>& equally_near);
 
   // Where a task sits: its first core, else its first GPU.
   Place task_place(int task) const {
@@ -201,6 +223,19 @@ class Planner {
     return topo_.gpus[step_gpus_[step_gpu].node_index].locality;
   }
   void warn(std::string message) { plan_.warnings.push_back(std::move(message)); }
+
+  // Explaining (only with an explanation to fill): how `unit` came to `task`; the last record
+  // of a (task, unit) pair counts.
+  void record_grant(int task, int unit, CoreSource source, Nearness nearness = Nearness::kMachine,
+                    int domain_gpu = -1) {
+    if (explain_) grant_records_.push_back({task, unit, source, nearness, domain_gpu});
+  }
+  void record_gpu(int task, const GpuChoice& choice) {
+    if (explain_) explain_->tasks[task].gpus.push_back(choice);
+  }
+  Nearness unit_nearness(const Place& anchor, int unit) const {
+    return sizes_.nearness(anchor, place_of(usable_[unit]));
+  }
 
   PlanArena arena_;  // first: every Scratch member below takes its memory from it
   const Topology& topo_;
@@ -235,6 +270,14 @@ class Planner {
     Scratch<int> to_unit;
   };
   Scratch<AnchorDistances> anchor_distances_;  // few: one per GPU locality at most
+  PlanExplanation* explain_ = nullptr;
+  struct GrantRecord {
+    int task, unit;
+    CoreSource source;
+    Nearness nearness;
+    int domain_gpu;
+  };
+  Scratch<GrantRecord> grant_records_;  // explaining only
   Plan plan_;
 };
 

@@ -36,7 +36,11 @@ Status Planner::find_usable_cores() {
     usable.pu_begin = static_cast<int>(usable_pus_.size());
     for (int pu : core.pus) {
       if (!allowed.test(pu) || reserved.test(pu)) continue;
-      if (smt > 0 && usable.pu_count == smt) break;
+      if (smt > 0 && usable.pu_count == smt) {
+        if (!explain_) break;
+        explain_->smt_trimmed.set(pu);
+        continue;
+      }
       usable_pus_.push_back(pu);
       ++usable.pu_count;
     }
@@ -56,9 +60,24 @@ Status Planner::find_usable_cores() {
                       " are all reserved by the site policy (reserved: " +
                       (allowed & all & reserved).to_list() + ")");
   }
+  if (explain_) explain_reserved(allowed & all, smt);
   split_cores_into_threads();
   core_owners_.assign(usable_.size(), 0);
   return Ok{};
+}
+
+// The step's CPUs and which of them no task may have, by the policy line that keeps them.
+void Planner::explain_reserved(const CpuSet& step, int smt) {
+  explain_->step_cpus = step;
+  explain_->smt = smt;
+  explain_->reserved_listed = step & policy_.reserved_cpus;
+  explain_->reserved_first_core_per_l3 = (step & reserved_).minus(policy_.reserved_cpus);
+  if (!request_.allowed_cores) return;
+  for (const Core& core : topo_.cores) {
+    if (request_.allowed_cores->test(core.index)) continue;
+    for (int pu : core.pus)
+      if (step.test(pu)) explain_->outside_cores.set(pu);
+  }
 }
 
 // More tasks than cores but no more than hardware threads: tasks get threads of their own before
@@ -79,6 +98,7 @@ void Planner::split_cores_into_threads() {
   }
   warn(counted(ntasks_, "task") + " on " + counted(usable_.size(), "usable core") +
        ": some tasks share cores, on hardware threads of their own");
+  if (explain_) explain_->threads_as_units = true;
   usable_ = std::move(units);
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpubind/planner.h"
 #include "gpubind/result.h"
@@ -37,6 +39,14 @@ struct DaemonStatus {
   bool socket_activated = false;
   double cpu_s = 0;
   int pid = 0;
+  // Monitoring counters since the daemon started (gpubindctl metrics).
+  uint64_t plans_cache = 0, plans_worker = 0, plans_refused = 0, plans_node_mismatch = 0;
+  std::vector<std::pair<double, uint64_t>> latency_buckets;  // (upper bound s, cumulative count)
+  uint64_t latency_count = 0;
+  double latency_sum_s = 0;
+  uint64_t reloads = 0, reloads_refused = 0;
+  std::vector<std::pair<std::string, uint64_t>> fallbacks;  // (reason, launches)
+  double start_time_s = 0;                                  // seconds since the Unix epoch
 };
 
 struct TopologyReply {

@@ -10,11 +10,14 @@
 #include <string_view>
 
 #include "gpubind/daemon/daemon_state.h"
+#include "gpubind/daemon/metrics.h"
 #include "gpubind/daemon/plan_cache.h"
 #include "gpubind/v1/binder.grpc.pb.h"
 
 namespace gpubind::daemon {
 
+class FallbackSpool;
+class Journal;
 class LatencyWindow;
 class PlanWorkers;
 
@@ -59,6 +62,10 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   int in_flight() const { return in_flight_; }
   // Fault testing: hold every Plan answer this long, as an overloaded or swapping node would.
   void set_answer_delay(std::chrono::milliseconds delay) { answer_delay_ = delay; }
+  // Launches' fallback reports are counted from this folder (created here if missing).
+  void set_fallback_spool(const std::string& folder);
+  // A Plan request refused before it reached the service (overload, a bad frame): counted.
+  void count_refused() { metrics_.count(Metrics::Source::kRefused); }
 
   // A serialized gpubind.v1.PlanResponse, shared with the cache (a 4096-task answer is megabytes:
   // it is not copied), and whether it came from the cache.
@@ -109,12 +116,16 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   KeyedRequest key(v1::PlanRequest request);
   // Answers `request` into `response`: the status to finish the call with.
   grpc::Status answer_call(const KeyedRequest& request, grpc::ByteBuffer& response);
+  // An answered call: counters, histogram, and its journal record (after the timing ends).
+  void answered(const KeyedRequest& request, const Answer& answer,
+                std::chrono::steady_clock::time_point start);
 
   mutable std::mutex state_mutex_;
   StatePtr state_;
   std::string reload_error_;
   const bool socket_activated_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
   // A few hundred typical answers, or a dozen of the largest (4096 tasks); well inside the
   // unit's MemoryMax whatever requests arrive.
   static constexpr size_t kCacheBudgetBytes = 16u << 20;
@@ -126,6 +137,9 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   std::atomic<uint64_t> parsed_{0};
   std::atomic<uint64_t> keyed_{0};
   std::atomic<int> in_flight_{0};
+  Metrics metrics_;
+  std::unique_ptr<FallbackSpool> spool_;  // set before serving; read by GetStatus
+  const std::unique_ptr<Journal> journal_;
   std::chrono::milliseconds answer_delay_{0};
   PlanWorkers* workers_ = nullptr;
 };
