@@ -53,12 +53,8 @@ std::string policy_place(const PlanExplanation& e, const PolicyLines& lines,
   return e.policy_source + ":" + std::to_string(found->second[index]);
 }
 
-const char* order_name_of(const PlanExplanation& e) {
-  return order_name(e.order);
-}
-
 std::string order_words(const PlanExplanation& e, const PolicyLines& lines) {
-  const std::string order = std::string("order=") + order_name_of(e);
+  const std::string order = std::string("order=") + order_name(e.order);
   switch (e.order_from) {
     case OrderFrom::kRequest:
       return order + ", as the step asked";
@@ -111,8 +107,8 @@ std::string gpu_text(const PlanExplanation& e, const PolicyLines& lines, const T
       break;
     case GpuReason::kNearest:
       text = order_words(e, lines) +
-             ": no GPU with room has the task's cores in its domain; this one " +
-             "is the nearest with room, " + nearness_words(choice.nearness) + " as its cores";
+             ": none of the task's cores lie in the domain of a GPU with room; this one is the " +
+             "nearest with room, " + nearness_words(choice.nearness) + " as its cores";
       break;
     case GpuReason::kLeastLoaded:
       text = order_words(e, lines) + ": every GPU it lacked was full; the least loaded one";
