@@ -6,7 +6,7 @@
 # task's CPU affinity with the CPUs it planned. Then the same with the daemon stopped (the
 # fallback discovers the node inside slurmstepd). Skipped where there are no GPU device files or
 # no driver answers. GPUBIND_E2E_SLURM_DIR=DIR runs Slurm from a slurm-bundle folder (as it does
-# for every e2e test).
+# for every e2e test). Also check-node and explain against the live node.
 # Usage: real_gpus_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -93,6 +93,22 @@ open_gpus=$(ls -l "/proc/$daemon_pid/fd" 2>/dev/null | grep -cE '/dev/(nvidia|dr
 [[ "$open_gpus" -eq 0 ]] && ok "gpubindd holds no GPU device open" ||
   bad "gpubindd holds $open_gpus GPU device descriptor(s)" "$(ls -l "/proc/$daemon_pid/fd")"
 echo "gpubindd: $(awk '/^VmRSS|^Threads/ {printf "%s %s %s  ", $1, $2, $3}' "/proc/$daemon_pid/status")"
+
+# The operator tools on the live node: check-node passes with a policy expecting the driver's
+# GPU count and names the fault when it expects one more; explain from the daemon agrees with
+# the daemon's own plan (it checks that itself) and gives each task's GPU a reason.
+printf 'expect { gpu_count: %d }\n' "$ngpus" >"$dir/expect-ok.conf"
+printf 'expect { gpu_count: %d }\n' "$((ngpus + 1))" >"$dir/expect-more.conf"
+out=$("$ctl" --socket "$socket" check-node --policy "$dir/expect-ok.conf" 2>&1) &&
+  ok "check-node on the live node: $out" || bad "check-node on the live node" "$out"
+out=$("$ctl" --socket "$socket" check-node --policy "$dir/expect-more.conf" 2>&1)
+rc=$?
+[[ $rc -eq 1 && "$out" == *"gpu-count: expected $((ngpus + 1)) GPUs, found $ngpus"* ]] &&
+  ok "check-node names a missing GPU" || bad "check-node names a missing GPU (exit $rc)" "$out"
+out=$("$ctl" --socket "$socket" explain --ntasks "$ngpus" --json 2>&1)
+[[ $? -eq 0 && $(grep -o '"reason":"rank-order"' <<<"$out" | wc -l) -eq $ngpus ]] &&
+  ok "explain on the live node: $ngpus task(s), each GPU with its reason" ||
+  bad "explain on the live node" "$out"
 
 # The daemon gone, the plugin's fallback plans from its own live discovery: same answers.
 "$cluster" daemon stop "$dir"
