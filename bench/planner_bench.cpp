@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gpubind/bench/synthetic_topology.h"
+#include "gpubind/explain.h"
 #include "gpubind/planner.h"
 #include "gpubind/topology_hwloc.h"
 
@@ -55,6 +56,22 @@ void BM_PlanLumiGOrderCpu(benchmark::State& state) {
   plan_loop(state, lumi(), lumi_policy(), Order::kCpu);
 }
 BENCHMARK(BM_PlanLumiGOrderCpu)->Arg(8)->Arg(56)->Unit(benchmark::kMicrosecond);
+
+// The same plan with the planner's reasons recorded (gpubindctl explain): what asking costs.
+void BM_PlanLumiGExplained(benchmark::State& state) {
+  PlanRequest request;
+  request.ntasks = static_cast<int>(state.range(0));
+  const SitePolicy policy = lumi_policy();
+  for (auto _ : state) {
+    PlanExplanation explanation;
+    auto plan = make_plan(lumi(), policy, request, explanation);
+    if (!plan) state.SkipWithError(plan.error().message.c_str());
+    benchmark::DoNotOptimize(plan);
+    benchmark::DoNotOptimize(explanation);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PlanLumiGExplained)->Arg(8)->Arg(56)->Unit(benchmark::kMicrosecond);
 
 void BM_Plan1024Pus(benchmark::State& state) {
   // 2 packages x 4 NUMA x 4 L3 x 16 cores x 2 threads, one GPU and NIC per NUMA node.

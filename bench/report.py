@@ -21,6 +21,8 @@ PLANNER_WHAT = {
     "BM_PlanLumiG/56": "LUMI-G, LUMI policy, 56 tasks (one per usable core)",
     "BM_PlanLumiGOrderCpu/8": "LUMI-G, LUMI policy, 8 tasks, order=cpu",
     "BM_PlanLumiGOrderCpu/56": "LUMI-G, LUMI policy, 56 tasks, order=cpu",
+    "BM_PlanLumiGExplained/8": "LUMI-G, LUMI policy, 8 tasks, with explain's reasons recorded",
+    "BM_PlanLumiGExplained/56": "LUMI-G, LUMI policy, 56 tasks, with explain's reasons recorded",
     "BM_Plan1024Pus/256": "synthetic 1024-PU node (2 packages, 32 L3s, 8 GPUs), 256 tasks",
     "BM_LoadLumiGXml": "hwloc XML load of the LUMI-G fixture and model building",
 }
