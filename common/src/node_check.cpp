@@ -34,8 +34,7 @@ bool is_glob(const std::string& name) {
 bool nic_matches(const Nic& nic, const std::string& name) {
   for (const std::string* candidate : {&nic.name, &nic.netdev, &nic.rdma}) {
     if (candidate->empty()) continue;
-    if (is_glob(name) ? fnmatch(name.c_str(), candidate->c_str(), 0) == 0 : *candidate == name)
-      return true;
+    if (glob_match(name, *candidate)) return true;  // nic_patterns' globs: a name matches itself
   }
   return false;
 }

@@ -184,6 +184,17 @@ std::string env_text(const PlanExplanation& e, const PolicyLines& lines, const E
   return text;
 }
 
+// The rules the task's binding could not meet.
+std::vector<Line> not_met(const TaskExplanation& why) {
+  std::vector<Line> lines;
+  if (why.far_from_gpu)
+    lines.push_back({"not met", "GPU domain", "none of its CPUs lie in its GPUs' domains"});
+  if (why.shares_cores) lines.push_back({"not met", "cores", "it shares a core with another task"});
+  if (why.shares_gpu)
+    lines.push_back({"not met", "GPU", "it shares a whole GPU with another task"});
+  return lines;
+}
+
 std::vector<Line> task_lines(const Topology& topology, const Plan& plan, const PlanExplanation& e,
                              const PolicyLines& policy_lines, const TaskExplanation& why) {
   const TaskPlan& task = plan.tasks[why.rank];
@@ -208,11 +219,8 @@ std::vector<Line> task_lines(const Topology& topology, const Plan& plan, const P
     lines.push_back({"env", rule.name + "=" + std::string(value.value_or("")),
                      env_text(e, policy_lines, rule)});
   }
-  if (why.far_from_gpu)
-    lines.push_back({"not met", "GPU domain", "none of its CPUs lie in its GPUs' domains"});
-  if (why.shares_cores) lines.push_back({"not met", "cores", "it shares a core with another task"});
-  if (why.shares_gpu)
-    lines.push_back({"not met", "GPU", "it shares a whole GPU with another task"});
+  const std::vector<Line> unmet = not_met(why);
+  lines.insert(lines.end(), unmet.begin(), unmet.end());
   return lines;
 }
 
@@ -366,9 +374,9 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
                          {"emptied", rule.emptied},
                          {"text", env_text(e, policy_lines, rule)}});
     }
-    Json not_met = Json::array();
-    for (const Line& line : task_lines(topology, plan, e, policy_lines, why))
-      if (line.topic == "not met") not_met.push_back(line.text);
+    Json unmet = Json::array();
+    for (const Line& line : not_met(why))
+      unmet.push_back(line.text);
     Json entry{{"rank", why.rank},       {"cpus", task.cpus.to_list()},
                {"ncores", task.ncores},  {"gpus", gpus},
                {"cores", cores},         {"nics", nics},
@@ -377,7 +385,7 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
                       : why.memory == MemoryReason::kMostCpus ? "most-cpus"
                                                               : "none";
     entry["env"] = std::move(env);
-    entry["not_met"] = std::move(not_met);
+    entry["not_met"] = std::move(unmet);
     tasks.push_back(std::move(entry));
   }
   Json all{{"step", std::move(step)}, {"warnings", plan.warnings}, {"tasks", std::move(tasks)}};
