@@ -11,11 +11,12 @@ source "$(dirname "$0")/lib.sh"
   { echo "contain_spank is Slurm 24.05+: runs with scripts/test --slurm 24.11 or 26.05"; exit 77; }
 e2e_start_cluster contain 1 --contain /dev/shm
 
-# In this harness (Slurm's root entered in a private mount namespace), namespace/tmpfs now and
-# then fails to make a job's namespace before any plugin runs ("_create_ns: ns base mount failed:
-# Invalid argument", the kernel refusing to bind /proc/PID/ns/mnt). Such a job is Slurm's failure,
-# not gpubind's: it is run again (at most 5 times, the node resumed), and the count said.
-namespace_failures() { grep -c 'namespace_g_stepd_create' "$dir/log/slurmd-n1.log" || true; }
+# A job whose namespace Slurm could not make (namespace/tmpfs failing before any plugin runs,
+# "container_g_stepd_create" in 24.11, "namespace_g_stepd_create" in 26.05) is Slurm's failure, not
+# gpubind's. slurm-root makes slurmd's own namespace so that the kernel numbers every job's after
+# it, which the kernel requires; should one still fail, the job is run again (at most 5 times, the
+# node resumed) and the count said.
+namespace_failures() { grep -cE '(container|namespace)_g_stepd_create' "$dir/log/slurmd-n1.log" || true; }
 retried=0
 contained() {  # contained FUNCTION: runs it (setting out and rc) until Slurm made the namespace
   local before
