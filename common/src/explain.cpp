@@ -14,6 +14,8 @@ const char* nearness_name(Nearness nearness) {
       return "package";
     case Nearness::kMachine:
       return "machine";
+    case Nearness::kNoAnchor:
+      return "none";
   }
   return "machine";
 }

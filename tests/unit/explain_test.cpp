@@ -134,6 +134,31 @@ TEST(Explain, SaysWhichRulesCouldNotBeMet) {
   EXPECT_EQ(parsed["tasks"][0]["cores"].back()["source"], "shared");
 }
 
+TEST(Explain, SharedCoresOfATaskWithoutGpusClaimNoNearness) {
+  // A step without GPUs and with more tasks than threads: its tasks have nothing to be near, so
+  // their shared cores are the least loaded, not "on another package" (LUMI-G has one package).
+  PlanRequest no_gpus = tasks(200);
+  no_gpus.gpus = std::vector<StepGpu>{};
+  const Explained e = explain("lumi-g.xml", std::nullopt, no_gpus);
+  int shared = 0;
+  for (const TaskExplanation& why : e.why.tasks) {
+    for (const CoreGrant& grant : why.cores) {
+      if (grant.source != CoreSource::kShared) continue;
+      ++shared;
+      EXPECT_EQ(grant.nearness, Nearness::kNoAnchor);
+    }
+  }
+  EXPECT_GT(shared, 0);
+  const std::string text = explain_to_text(e.topology, e.plan, e.why, 199);
+  EXPECT_TRUE(contains(text,
+                       "a core shared with other tasks, the least loaded, the task having "
+                       "no GPU to be near"))
+      << text;
+  EXPECT_FALSE(contains(text, "another package")) << text;
+  const output::Json parsed = output::Json::parse(explain_to_json(e.topology, e.plan, e.why, 199));
+  EXPECT_EQ(parsed["tasks"][0]["cores"].back()["nearness"], "none");
+}
+
 TEST(Explain, OrderCpuGivesGpusByTheShareOfCoresTheirDomainHolds) {
   PlanRequest request = tasks(8);
   request.order = Order::kCpu;

@@ -12,8 +12,10 @@
 namespace gpubind {
 
 // How near two places are: the smallest thing they share, as the planner's distance ranks them.
-enum class Nearness { kPciSwitch, kL3, kNuma, kPackage, kMachine };
-const char* nearness_name(Nearness nearness);  // "pci-switch", "l3", "numa", "package", "machine"
+// kNoAnchor: the task has nothing to be near (no GPU, no core yet), so no nearness applies.
+enum class Nearness { kPciSwitch, kL3, kNuma, kPackage, kMachine, kNoAnchor };
+// "pci-switch", "l3", "numa", "package", "machine", "none"
+const char* nearness_name(Nearness nearness);
 
 // Why a task holds one of its GPUs.
 enum class GpuReason {

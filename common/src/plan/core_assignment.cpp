@@ -662,7 +662,7 @@ void Planner::share_core(int task, const Place& anchor, int spread_unit) {
   const int units = static_cast<int>(usable_.size());
   const int even_load = (ntasks_ + units - 1) / units;
   const Scratch<int>& to_unit = unit_distances(anchor);
-  const bool placed = anchor.pci_path || anchor.l3 >= 0 || anchor.numa >= 0 || anchor.package >= 0;
+  const bool placed = is_placed(anchor);
   int best = -1;
   std::array<int, 5> best_key{};
   for (int u = 0; u < units; ++u) {

@@ -62,6 +62,11 @@ struct Place {
   int l3 = -1, numa = -1, package = -1;
 };
 
+// Whether the place says where anything is (a task without GPUs or cores has no place yet).
+inline bool is_placed(const Place& place) {
+  return place.pci_path || place.l3 >= 0 || place.numa >= 0 || place.package >= 0;
+}
+
 inline Place place_of(const Locality& locality) {
   return {&locality.pci_path, locality.l3_index, locality.numa_index, locality.package_index};
 }
@@ -234,6 +239,7 @@ class Planner {
     if (explain_) explain_->tasks[task].gpus.push_back(choice);
   }
   Nearness unit_nearness(const Place& anchor, int unit) const {
+    if (!is_placed(anchor)) return Nearness::kNoAnchor;
     return sizes_.nearness(anchor, place_of(usable_[unit]));
   }
 

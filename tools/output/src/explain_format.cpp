@@ -29,6 +29,8 @@ std::string nearness_words(Nearness nearness) {
       return "on the same package";
     case Nearness::kMachine:
       return "on another package";
+    case Nearness::kNoAnchor:
+      return "with nothing to be near";
   }
   return "";
 }
@@ -83,10 +85,12 @@ std::string gpu_name(const TaskGpu& gpu) {
   return name;
 }
 
-// Cores taken by nearness: the farthest only when nothing nearer was free.
-std::string taken_words(Nearness nearness) {
+// Cores taken by nearness to the task's `anchor` ("its own cores", "its anchor"): the farthest
+// only when nothing nearer was free; a task without GPUs or cores takes the least loaded.
+std::string taken_words(Nearness nearness, const std::string& anchor) {
+  if (nearness == Nearness::kNoAnchor) return "the least loaded, the task having no GPU to be near";
   return nearness_words(nearness) +
-         (nearness == Nearness::kMachine ? " (nothing nearer was free)" : "");
+         (nearness == Nearness::kMachine ? " (nothing nearer was free)" : "") + " as " + anchor;
 }
 
 std::string gpu_text(const PlanExplanation& e, const PolicyLines& lines, const TaskGpu& gpu,
@@ -139,16 +143,16 @@ std::string core_text(const Topology& topology, const CoreGrant& grant) {
       return "its share of the node's usable cores, in core order (" + count + ")";
     case CoreSource::kSpare:
       return "spare cores no task's GPU domain gave out, nearest first over all tasks: " +
-             taken_words(grant.nearness) + " as its own (" + count + ")";
+             taken_words(grant.nearness, "its own") + " (" + count + ")";
     case CoreSource::kSpill:
       return "cpus-per-task beyond its domain's share, from the nearest free L3: " +
-             taken_words(grant.nearness) + " as its own (" + count + ")";
+             taken_words(grant.nearness, "its own") + " (" + count + ")";
     case CoreSource::kFromRicher:
       return "it had none left: the task holding most cores gave up one, " +
-             taken_words(grant.nearness) + " as its anchor (" + count + ")";
+             taken_words(grant.nearness, "its anchor") + " (" + count + ")";
     case CoreSource::kShared:
       return "more tasks than hardware threads: a core shared with other tasks, " +
-             taken_words(grant.nearness) + " as its anchor (" + count + ")";
+             taken_words(grant.nearness, "its anchor") + " (" + count + ")";
   }
   return count;
 }
