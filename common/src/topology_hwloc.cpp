@@ -404,13 +404,26 @@ class Loader {
     const std::string bus_id = pci_bus_id(pci);
     const auto gpu = discovery::read_nvidia_gpu_info(live_->root, bus_id);
     if (!gpu) return;
+    const std::string file = "/proc/driver/nvidia/gpus/" + bus_id + "/information";
     if (unit.uuid.empty()) {
       unit.uuid = gpu->uuid;
-      unit.found_by += "; UUID from /proc/driver/nvidia/gpus/" + bus_id + "/information";
+      unit.found_by += "; UUID from " + file;
     }
+    take_driver_model(pci, gpu->model, file, unit);
     unit.mig_instances = discovery::count_nvidia_mig_instances(live_->root, gpu->minor);
     if (unit.mig_instances > 0)
       unit.found_by += "; MIG instances from " + discovery::nvidia_mig_folder(gpu->minor);
+  }
+
+  // The driver's name for the GPU ("NVIDIA H100 80GB HBM3", the name NVML gives) where no GPU
+  // runtime named it: it replaces the PCI database's (hwloc's PCIDevice, "GH100 [H100 SXM5
+  // 80GB]", or none on a node without pci.ids), so a node names its GPUs alike with and without
+  // the runtimes, and check-node's gpu_model can be checked.
+  void take_driver_model(hwloc_obj_t pci, const std::string& model, const std::string& file,
+                         Unit& unit) const {
+    if (model.empty() || (!unit.model.empty() && unit.model != info(pci, "PCIDevice"))) return;
+    unit.model = model;
+    unit.found_by += "; model from " + file;
   }
 
   // The logical GPUs one PCI device (or parent) exposes, from its OS devices, else from the
@@ -472,6 +485,10 @@ class Loader {
     const std::string bus_id = pci_bus_id(pci);
     const unsigned device_id = pci->attr->pcidev.device_id;
     if (vendor == Vendor::kNvidia) read_nvidia_ids(pci, {}, unit);
+    if (vendor == Vendor::kAmd && live_) {
+      take_driver_model(pci, discovery::read_amd_product_name(live_->root, bus_id),
+                        "/sys/bus/pci/devices/" + bus_id + "/product_name", unit);
+    }
     if (vendor == Vendor::kIntel) {
       const discovery::IntelTiles tiles =
           live_ ? discovery::read_intel_tiles(live_->root, bus_id, device_id)

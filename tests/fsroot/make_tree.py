@@ -729,6 +729,8 @@ class PciWriter:
     def gpu(self, pci, hb, d):
         g = pci.gpu
         if g.vendor == "amd":
+            if g.model:  # amdgpu's FRU product name (server boards)
+                self.tree.write(d + "/product_name", g.model + "\n")
             if g.compute_mode:
                 self.tree.write(d + "/current_compute_partition", g.compute_mode + "\n")
                 self.tree.write(d + "/available_compute_partition", g.available_modes + "\n")

@@ -66,6 +66,13 @@ TEST(NvidiaProcfs, ReadsUuidModelAndMinor) {
   EXPECT_EQ(info->minor, 3);
 }
 
+TEST(AmdProductName, TheFruNameTrimmedOrNothing) {
+  Tree tree;
+  EXPECT_EQ(read_amd_product_name(tree.root(), "0000:c1:00.0"), "");
+  tree.file("/sys/bus/pci/devices/0000:c1:00.0/product_name", "AMD Instinct MI250X\n");
+  EXPECT_EQ(read_amd_product_name(tree.root(), "0000:c1:00.0"), "AMD Instinct MI250X");
+}
+
 TEST(NvidiaProcfs, NoFileOrNoUuidIsNothing) {
   Tree tree;
   EXPECT_FALSE(read_nvidia_gpu_info(tree.root(), "0000:18:00.0"));
@@ -301,12 +308,11 @@ TEST(CpuLessNuma, TasksPreferTheirGpusNumaNodeByItsLinuxNumber) {
 // ---- NVIDIA MIG on a node discovered live ---------------------------------------------------
 
 #ifdef GPUBIND_MAKE_TREE
-// tests/fsroot/specs/dgx-h100-mig.json written as a tree (make_tree.py) and discovered live: MIG
-// on GPU 2 (3 instances, NUMA 0) and GPU 5 (2 instances, NUMA 1).
-Topology dgx_h100_with_mig_live() {
+// tests/fsroot/specs/SPEC.json written as a tree (make_tree.py) and discovered live.
+Topology live_from_spec(const std::string& spec) {
   const discovery::Tree tree;
   const std::string make = std::string(GPUBIND_MAKE_TREE) + " --spec " + GPUBIND_FSROOT_SPECS +
-                           "/dgx-h100-mig.json " + tree.root();
+                           "/" + spec + ".json " + tree.root();
   EXPECT_EQ(std::system(make.c_str()), 0) << make;
   const char* saved = std::getenv("HWLOC_FSROOT");
   const std::string before = saved ? saved : "";
@@ -322,8 +328,9 @@ Topology dgx_h100_with_mig_live() {
 }
 
 // Slurm's indices count MIG instances GPU by GPU in PCI order: 0-2 are GPU 2's, 3-4 GPU 5's.
+// dgx-h100-mig: MIG on GPU 2 (3 instances, NUMA 0) and GPU 5 (2 instances, NUMA 1).
 TEST(LiveMig, AStepOfMigInstancesIsPlacedNearTheirParentGpus) {
-  const Topology t = dgx_h100_with_mig_live();
+  const Topology t = live_from_spec("dgx-h100-mig");
   ASSERT_EQ(t.gpus.size(), 8u);
   for (const Gpu& gpu : t.gpus)
     EXPECT_EQ(gpu.mig_instances, gpu.index == 2 ? 3 : gpu.index == 5 ? 2 : 0) << gpu.index;
@@ -343,6 +350,25 @@ TEST(LiveMig, AStepOfMigInstancesIsPlacedNearTheirParentGpus) {
     EXPECT_EQ(plan->tasks[r].gpus[0].node_index, parent.index) << "rank " << r;
     EXPECT_TRUE(plan->tasks[r].cpus.is_subset_of(parent.locality.cpus)) << "rank " << r;
     EXPECT_EQ(plan->tasks[r].numa_index, t.numa_os_number(parent.locality.numa_index));
+  }
+}
+// Without GPU runtimes no OS device names the GPUs: the kernel driver's own name does (NVIDIA's
+// procfs "Model", amdgpu's FRU product_name), not the PCI database's, which a bare node lacks.
+TEST(LiveModel, TheKernelDriverNamesGpusNoRuntimeNamed) {
+  const Topology nvidia = live_from_spec("dgx-h100");
+  ASSERT_EQ(nvidia.gpus.size(), 8u);
+  for (const Gpu& gpu : nvidia.gpus) {
+    EXPECT_EQ(gpu.model, "NVIDIA H100 80GB HBM3") << gpu.pci_bus_id;
+    EXPECT_NE(
+        gpu.found_by.find("model from /proc/driver/nvidia/gpus/" + gpu.pci_bus_id + "/information"),
+        std::string::npos)
+        << gpu.found_by;
+  }
+  const Topology amd = live_from_spec("lumi-g-mi250x");
+  ASSERT_FALSE(amd.gpus.empty());
+  for (const Gpu& gpu : amd.gpus) {
+    EXPECT_EQ(gpu.model, "AMD Instinct MI250X") << gpu.pci_bus_id;
+    EXPECT_NE(gpu.found_by.find("product_name"), std::string::npos) << gpu.found_by;
   }
 }
 #endif

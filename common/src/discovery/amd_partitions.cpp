@@ -170,4 +170,9 @@ AmdPartitioning read_amd_partitioning(const std::string& root, const std::string
   return result;
 }
 
+std::string read_amd_product_name(const std::string& root, const std::string& bus_id) {
+  return trimmed(
+      read_small_file(root, "/sys/bus/pci/devices/" + bus_id + "/product_name").value_or(""));
+}
+
 }  // namespace gpubind::discovery

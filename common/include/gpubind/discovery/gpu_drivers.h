@@ -40,6 +40,11 @@ struct AmdPartitioning {
 AmdPartitioning read_amd_partitioning(const std::string& root, const std::string& bus_id,
                                       unsigned pci_device_id, const std::vector<int>& kfd_nodes);
 
+// The board's product name that amdgpu reads from its FRU EEPROM ("AMD Instinct MI250X"):
+// /sys/bus/pci/devices/<bus id>/product_name, which the driver publishes on server boards
+// only. Empty when there is none.
+std::string read_amd_product_name(const std::string& root, const std::string& bus_id);
+
 // An Intel GPU's tiles, from the driver's per-tile folders.
 struct IntelTiles {
   int tiles = 0;         // tiles addressable as sub-devices; 0 for a one-tile device
