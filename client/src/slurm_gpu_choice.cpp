@@ -373,12 +373,14 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
     // The k-th task Slurm gave these GPUs takes the k-th planned task holding them.
     const int k = choice.same_before >= 0 ? choice.same_before : local_id;
     base = exact[static_cast<size_t>(k) % exact.size()];
+    kept.basis = KeptBinding::Basis::kSameGpus;
     cpus = base->cpus;
     kept.cores_may_be_shared =
         choice.same_total < 0 || choice.same_total > static_cast<int>(exact.size());
   } else if (!touching.empty()) {
     // No planned task holds exactly these GPUs: the cores of all that hold one of them.
     base = touching.front();
+    kept.basis = KeptBinding::Basis::kSomeOfItsGpus;
     CpuSet all;
     for (const TaskBinding* task : touching)
       if (auto set = CpuSet::parse_list(task->cpus)) all |= *set;
@@ -386,12 +388,14 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
     kept.cores_may_be_shared = true;
   } else if (local_id >= 0 && local_id < static_cast<int>(plan.tasks.size())) {
     base = &plan.tasks[local_id];
+    kept.basis = KeptBinding::Basis::kOwnTask;
     cpus = base->cpus;
     kept.cores_may_be_shared = true;
   } else {
     return kept;  // no plan to take cores from: an empty binding
   }
 
+  kept.planned_rank = base->rank;
   TaskBinding& task = kept.task;
   task = *base;
   task.rank = local_id;

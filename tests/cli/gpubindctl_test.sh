@@ -99,6 +99,56 @@ check "explain json" 0 '^\{"step":\{"ntasks":8,"order":"gpu","order_from":"polic
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --json
 check "explain rank out of range" 2 "--rank: expected a whole number from 0 to 7" \
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 8
+# Slurm's per-task GPU binding: each task keeps Slurm's GPUs, bound as the planned task holding
+# them (the plugin's own rule); closest and single cannot be told offline.
+check "explain slurm map_gpu line" 0 '^  Slurm +GPU 7 \(0000:de:00.0\) +--gpu-bind=map_gpu:7,6,5,4,3,2,1,0 gives it these GPUs, which gpubind keeps: bound as planned local task 7, which holds the same GPUs: CPUs 41-47, NIC hsn3$' \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 0 --slurm-gpu-bind map_gpu:7,6,5,4,3,2,1,0
+check "explain slurm closest" 2 "--slurm-gpu-bind closest: Slurm chooses by the CPUs it binds each task to" \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --slurm-gpu-bind closest
+check "explain slurm unreadable" 2 "--slurm-gpu-bind: cannot read 'map_gpu:x'" \
+  -- "$ctl" explain "${lumi[@]}" --ntasks 8 --slurm-gpu-bind map_gpu:x
+for case in "8 map_gpu:7,6,5,4,3,2,1,0 same-gpus" "4 per_task:2 same-gpus" "8 mask_gpu:0x3 some-of-its-gpus" \
+  "16 map_gpu:3 same-gpus"; do
+  read -r ntasks binding basis <<<"$case"
+  name="explain slurm $binding, $ntasks tasks: each task bound as a planned task holding its GPUs"
+  if "$ctl" plan "${lumi[@]}" --ntasks "$ntasks" --json >"$tmp/plan.json" 2>/dev/null &&
+    "$ctl" explain "${lumi[@]}" --ntasks "$ntasks" --slurm-gpu-bind "$binding" --json >"$tmp/explain.json" 2>&1 &&
+    python3 - "$tmp/plan.json" "$tmp/explain.json" "$basis" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["tasks"]
+tasks = json.load(open(sys.argv[2]))["tasks"]
+def cpus(text):
+    out = set()
+    for part in filter(None, text.split(",")):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+pci_of = {g["token"]: g["pci"] for t in plan for g in t["gpus"]}
+for t in tasks:
+    s = t["slurm"]
+    assert s["basis"] == sys.argv[3], (t["rank"], s)
+    mine = set(s["gpus"].split(","))
+    assert s["gpu_pci"] == ",".join(pci_of[g] for g in s["gpus"].split(",")), s
+    holders = [p for p in plan if mine & {g["token"] for g in p["gpus"]}]
+    if s["basis"] == "same-gpus":
+        base = plan[s["planned_rank"]]
+        assert {g["token"] for g in base["gpus"]} == mine, (t["rank"], s)
+        assert s["cpus"] == base["cpus"] and s["nics"] == (base.get("nic_names") or ""), s
+        given = sum(1 for o in tasks if set(o["slurm"]["gpus"].split(",")) == mine)
+        planned = sum(1 for p in plan if {g["token"] for g in p["gpus"]} == mine)
+        assert s["may_share"] == (given > planned), (t["rank"], s, given, planned)
+    else:
+        assert all({g["token"] for g in p["gpus"]} != mine for p in plan), s
+        assert cpus(s["cpus"]) == set().union(*(cpus(p["cpus"]) for p in holders)), s
+        assert s["may_share"], s
+    assert s["text"].startswith("--gpu-bind=" + s["binding"]), s
+PY
+  then
+    echo "ok   $name"; passed=$((passed + 1))
+  else
+    echo "FAIL $name"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
+  fi
+done
 # Each fixture and shape: explain's cores, GPUs and NICs are the plan's, task by task.
 for xml in "$fixtures"/*.xml; do
   for shape in "--ntasks 1" "--ntasks 8" "--ntasks 8 --order cpu" "--ntasks 30 --cpus 0-40" "--ntasks 300"; do

@@ -197,6 +197,18 @@ slurm_choice_ok 0 1 0000:41:00.0 && slurm_choice_ok 1 0 0000:40:00.0 && distinct
     $(lines_with "--gpu-bind=map_gpu:1,0 given: tasks keep the GPUs Slurm chose") -eq 1 ]] &&
   ok "--gpu-bind=map_gpu:1,0: each task keeps the GPU Slurm gave it, on cores of its own" ||
   bad "--gpu-bind=map_gpu kept" "$out"
+# gpubindctl explain says the same of that step: each task's GPU and CPUs under Slurm's binding.
+step_cpus=$(grep '^{' <<<"$out" | sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' | paste -sd, -)
+explained=$("$ctl" --socket "$dir/run/gpubind.sock" explain --ntasks 2 --gpus 0,1 --cpus "$step_cpus" \
+  --slurm-gpu-bind map_gpu:1,0 --json 2>&1)
+python3 - "$out" "$explained" <<'PY' && ok "explain --slurm-gpu-bind map_gpu:1,0 names each task's GPU and CPUs as bound" ||
+import json, sys
+bound = {int(json.loads(l)["rank"]): json.loads(l) for l in sys.argv[1].splitlines() if l.startswith("{")}
+for task in json.loads(sys.argv[2])["tasks"]:
+    s, b = task["slurm"], bound[task["rank"]]["env"]
+    assert s["gpu_pci"] == b["GPUBIND_GPU_PCI"] and s["cpus"] == b["GPUBIND_CPUS"], (s, b)
+PY
+  bad "explain --slurm-gpu-bind map_gpu:1,0 against the step" "$out" "$explained"
 if ((ncpus >= 2)); then
   run srun -N1 -n2 --gpus=4 --gpus-per-task=2 --gpu-bind-auto=order=cpu "$check" --json
   slurm_choice_ok 0 0,1 0000:40:00.0,0000:41:00.0 && slurm_choice_ok 1 2,3 0000:42:00.0,0000:43:00.0 &&

@@ -144,6 +144,8 @@ TEST(KeepSlurmGpus, EachTaskTakesAPlannedTaskOfItsOwnGpu) {
     EXPECT_EQ(env.at("NCCL_IB_HCA"), local % 2 == 0 ? "hsn1" : "hsn0") << "the NIC near its GPU";
     EXPECT_EQ(kept.task.numa_index, local % 2 == 0 ? 1 : 0);
     EXPECT_EQ(kept.task.rank, local);
+    EXPECT_EQ(kept.basis, KeptBinding::Basis::kSameGpus);
+    EXPECT_EQ(kept.planned_rank, (local % 2 == 0 ? 2 : 0) + local / 2) << "the k-th of its GPU's";
   }
   EXPECT_EQ(cpus, (std::vector<std::string>{"8-11", "0-3", "12-15", "4-7"}))
       << "the cores of its own GPU, none shared";
@@ -167,6 +169,8 @@ TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsTakeTheCoresOfThoseThatHoldOne) {
       plan, kTable, SlurmTaskGpus{{0, 1}, true, "mask_gpu:0x3", 0, 4, {}}, 0, "0,1");
   EXPECT_TRUE(kept.cores_may_be_shared);
   EXPECT_EQ(kept.task.cpus, "0-15");
+  EXPECT_EQ(kept.basis, KeptBinding::Basis::kSomeOfItsGpus);
+  EXPECT_EQ(kept.planned_rank, 0);
   EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), "0000:40:00.0,0000:c1:00.0");
   EXPECT_EQ(describe_gpus(kept.task.gpus), "0 (0000:40:00.0, NUMA 0) 1 (0000:c1:00.0, NUMA 1)")
       << "each GPU as the plan's verbose line describes it";
@@ -355,6 +359,16 @@ TEST(KeepSlurmGpus, PlannedTasksOutsideTheGpusL3LendNoCores) {
       keep_slurm_gpus(plan, kFourTable, SlurmTaskGpus{{0, 1}, true, "closest", 0, 1, {}}, 0, "0,1");
   EXPECT_EQ(kept.task.cpus, "0-7");
   EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), "0000:40:00.0,0000:42:00.0");
+}
+
+TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsAtAllKeepTheTasksOwnCores) {
+  const StepPlan plan = two_gpu_plan();
+  const KeptBinding kept =
+      keep_slurm_gpus(plan, kTable, SlurmTaskGpus{{5}, true, "map_gpu:5", 0, 1, {}}, 3, "5");
+  EXPECT_EQ(kept.basis, KeptBinding::Basis::kOwnTask);
+  EXPECT_EQ(kept.planned_rank, 3);
+  EXPECT_EQ(kept.task.cpus, "12-15");
+  EXPECT_TRUE(kept.cores_may_be_shared);
 }
 
 }  // namespace

@@ -9,6 +9,9 @@
 
 #include "ctl.h"
 #include "gpubind/api/binder_client.h"
+#include "gpubind/api/convert.h"
+#include "gpubind/client/slurm_gpu_choice.h"
+#include "gpubind/protocol/client.h"
 #include "gpubind/explain.h"
 #include "gpubind/output/explain_format.h"
 #include "gpubind/policy_loader.h"
@@ -99,6 +102,97 @@ Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& reque
   return out;
 }
 
+// The step's GPUs as (node index, the step's token): what the plugin's step table holds.
+std::vector<std::pair<int, std::string>> step_table(const Topology& topology,
+                                                    const PlanRequest& request) {
+  std::vector<std::pair<int, std::string>> table;
+  if (!request.gpus) {
+    for (size_t g = 0; g < topology.gpus.size(); ++g)
+      table.emplace_back(static_cast<int>(g), std::to_string(g));
+    return table;
+  }
+  for (const StepGpu& gpu : *request.gpus) {
+    int index = gpu.node_index;
+    for (size_t g = 0; !gpu.pci.empty() && g < topology.gpus.size(); ++g)
+      if (topology.gpus[g].pci_bus_id == gpu.pci) index = static_cast<int>(g);
+    table.emplace_back(index, gpu.token);
+  }
+  return table;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items)
+    out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// Each task under Slurm's per-task GPU binding `binding` (--gpu-bind's map_gpu, mask_gpu or
+// per_task), through the plugin's own functions: Slurm's GPUs for each task as slurmstepd lists
+// them (SLURM_STEP_GPUS by node index, as without ConstrainDevices), then the binding the
+// plugin keeps for it. closest and single depend on the CPUs Slurm binds each task to, which
+// only the running step knows.
+Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const PlanRequest& request,
+                                                  const std::string& binding) {
+  const std::string kind = binding.substr(0, binding.find(':'));
+  if (kind == "closest" || kind == "single") {
+    return make_error("--slurm-gpu-bind " + binding +
+                      ": Slurm chooses by the CPUs it binds each task to, which only the running "
+                      "step knows (srun --gpu-bind-auto=verbose shows what it kept)");
+  }
+  const auto table = step_table(e.topology, request);
+  std::vector<int> step_gpus;
+  for (const auto& entry : table)
+    step_gpus.push_back(entry.first);
+  const int ntasks = static_cast<int>(e.plan.tasks.size());
+  const auto map = client::slurm_gpu_map(binding, step_gpus, ntasks);
+  if (step_gpus.empty()) return make_error("--slurm-gpu-bind: the step has no GPUs");
+  if (!map) {
+    return make_error("--slurm-gpu-bind: cannot read '" + binding +
+                      "' (map_gpu:LIST, mask_gpu:LIST or per_task:N, as srun --gpu-bind takes)");
+  }
+  // The plan as the plugin holds it: the daemon's answer bytes, decoded by the plugin's codec.
+  auto step_plan = protocol::decode_plan(api::serialize_plan(e.plan, &e.topology, {}));
+  if (!step_plan) return step_plan.error();
+  std::vector<SlurmGpuChoice> choices;
+  for (int task = 0; task < ntasks; ++task) {
+    std::vector<std::string> indices, tokens;
+    for (int gpu : (*map)[task]) {
+      indices.push_back(std::to_string(gpu));
+      for (const auto& [index, token] : table)
+        if (index == gpu) tokens.push_back(token);
+    }
+    const std::string listed = joined(indices);
+    const client::EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
+      if (name == "SLURM_STEP_GPUS") return listed;
+      if (name == "SLURMD_TRES_BIND") return "gres/gpu:" + binding;
+      return std::nullopt;
+    };
+    SlurmGpuChoice out;
+    out.rank = task;
+    out.binding = binding;
+    const auto choice = client::slurm_task_gpus(env, step_gpus, task, ntasks, *step_plan, "");
+    if (choice) {
+      const client::KeptBinding kept =
+          client::keep_slurm_gpus(*step_plan, table, *choice, task, joined(tokens));
+      out.basis = kept.basis == client::KeptBinding::Basis::kSameGpus
+                      ? SlurmGpuChoice::Basis::kSameGpus
+                  : kept.basis == client::KeptBinding::Basis::kSomeOfItsGpus
+                      ? SlurmGpuChoice::Basis::kSomeOfItsGpus
+                      : SlurmGpuChoice::Basis::kOwnTask;
+      out.gpus = kept.task.tokens;
+      for (const auto& var : kept.task.env)
+        if (var.name == "GPUBIND_GPU_PCI") out.gpu_pci = var.value;
+      out.planned_rank = kept.planned_rank;
+      out.cpus = kept.task.cpus;
+      out.nics = kept.task.nic_names;
+      out.may_share = kept.cores_may_be_shared;
+    }
+    choices.push_back(std::move(out));
+  }
+  return choices;
+}
+
 }  // namespace
 
 int run_explain(const Args& args) {
@@ -121,9 +215,16 @@ int run_explain(const Args& args) {
                             explained.error(), bad_input ? kExitBadInput : kExitFailed);
   }
   const Explained& e = *explained;
-  std::cout << (args.has("json")
-                    ? explain_to_json(e.topology, e.plan, e.explanation, rank, e.policy_lines)
-                    : explain_to_text(e.topology, e.plan, e.explanation, rank, e.policy_lines));
+  std::vector<SlurmGpuChoice> slurm;
+  if (const auto binding = args.get("slurm-gpu-bind")) {
+    auto choices = slurm_choices(e, *request, *binding);
+    if (!choices) return fail(choices.error().message, kExitBadInput);
+    slurm = std::move(*choices);
+  }
+  std::cout << (args.has("json") ? explain_to_json(e.topology, e.plan, e.explanation, rank,
+                                                   e.policy_lines, slurm)
+                                 : explain_to_text(e.topology, e.plan, e.explanation, rank,
+                                                   e.policy_lines, slurm));
   return kExitOk;
 }
 

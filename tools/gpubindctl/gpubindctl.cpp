@@ -21,11 +21,13 @@ Commands:
        [--smt N] [--omp] [--ze-hierarchy flat|composite] [--json] [--svg FILE] [--time]
       The per-task binding plan for a job step on that node; --svg FILE also draws it.
   explain [--topology FILE.xml|live] [--policy FILE] --ntasks N [plan options] [--rank R]
-          [--json]
+          [--slurm-gpu-bind map_gpu:L|mask_gpu:L|per_task:N] [--json]
       Why each task of that plan gets its cores, GPUs, NIC and variables, in the planner's own
       reasons: the GPU's domain and the order, reserved CPUs and the policy line keeping them,
       spare cores and how near, the NIC's nearness, each variable's rule, and what could not
       be met. Without --topology, on gpubindd's node and policy (its plan, checked).
+      --slurm-gpu-bind: under Slurm's own per-task GPU binding, the GPUs each task keeps and
+      the planned task it is bound as.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
   bench [--clients N] [--requests M] [--no-cache] [--floor] [plan options] [--json]
@@ -111,7 +113,7 @@ int run(std::vector<std::string> argv) {
     switches.insert({"omp", "time"});
     handler = run_plan;
   } else if (command == "explain") {
-    values.insert({"topology", "policy", "rank"});
+    values.insert({"topology", "policy", "rank", "slurm-gpu-bind"});
     values.insert(kPlanValues.begin(), kPlanValues.end());
     switches.insert("omp");
     handler = run_explain;

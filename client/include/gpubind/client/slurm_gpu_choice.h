@@ -68,6 +68,10 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
 struct KeptBinding {
   TaskBinding task;  // what to apply: the GPU visibility variables left as Slurm set them
   bool cores_may_be_shared = false;
+  // Whose binding it takes: a planned task holding the same GPUs, the planned tasks holding one
+  // of them (their cores joined; `planned_rank` the first), or, none holding any, its own.
+  enum class Basis { kNone, kSameGpus, kSomeOfItsGpus, kOwnTask } basis = Basis::kNone;
+  int planned_rank = -1;  // that planned task's rank; -1 with kNone
   // Slurm's choice can be placed neither by its GPUs nor by their domain: the task keeps Slurm's
   // whole binding and gpubind applies nothing.
   bool slurm_binding_only = false;
