@@ -11,10 +11,10 @@
 #include "gpubind/api/binder_client.h"
 #include "gpubind/api/convert.h"
 #include "gpubind/client/slurm_gpu_choice.h"
-#include "gpubind/protocol/client.h"
 #include "gpubind/explain.h"
 #include "gpubind/output/explain_format.h"
 #include "gpubind/policy_loader.h"
+#include "gpubind/protocol/client.h"
 
 namespace gpubind::cli {
 namespace {
