@@ -127,6 +127,23 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+// What explain says of a task whose GPUs Slurm chose: the binding the plugin keeps for it.
+SlurmGpuChoice kept_choice(const client::KeptBinding& kept) {
+  using Basis = client::KeptBinding::Basis;
+  SlurmGpuChoice out;
+  out.basis = kept.basis == Basis::kSameGpus        ? SlurmGpuChoice::Basis::kSameGpus
+              : kept.basis == Basis::kSomeOfItsGpus ? SlurmGpuChoice::Basis::kSomeOfItsGpus
+                                                    : SlurmGpuChoice::Basis::kOwnTask;
+  out.gpus = kept.task.tokens;
+  for (const auto& var : kept.task.env)
+    if (var.name == "GPUBIND_GPU_PCI") out.gpu_pci = var.value;
+  out.planned_rank = kept.planned_rank;
+  out.cpus = kept.task.cpus;
+  out.nics = kept.task.nic_names;
+  out.may_share = kept.cores_may_be_shared;
+  return out;
+}
+
 // Each task under Slurm's per-task GPU binding `binding` (--gpu-bind's map_gpu, mask_gpu or
 // per_task), through the plugin's own functions: Slurm's GPUs for each task as slurmstepd lists
 // them (SLURM_STEP_GPUS by node index, as without ConstrainDevices), then the binding the
@@ -144,9 +161,9 @@ Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const Plan
   std::vector<int> step_gpus;
   for (const auto& entry : table)
     step_gpus.push_back(entry.first);
+  if (step_gpus.empty()) return make_error("--slurm-gpu-bind: the step has no GPUs");
   const int ntasks = static_cast<int>(e.plan.tasks.size());
   const auto map = client::slurm_gpu_map(binding, step_gpus, ntasks);
-  if (step_gpus.empty()) return make_error("--slurm-gpu-bind: the step has no GPUs");
   if (!map) {
     return make_error("--slurm-gpu-bind: cannot read '" + binding +
                       "' (map_gpu:LIST, mask_gpu:LIST or per_task:N, as srun --gpu-bind takes)");
@@ -168,26 +185,13 @@ Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const Plan
       if (name == "SLURMD_TRES_BIND") return "gres/gpu:" + binding;
       return std::nullopt;
     };
+    const auto choice = client::slurm_task_gpus(env, step_gpus, task, ntasks, *step_plan, "");
     SlurmGpuChoice out;
+    if (choice) {
+      out = kept_choice(client::keep_slurm_gpus(*step_plan, table, *choice, task, joined(tokens)));
+    }
     out.rank = task;
     out.binding = binding;
-    const auto choice = client::slurm_task_gpus(env, step_gpus, task, ntasks, *step_plan, "");
-    if (choice) {
-      const client::KeptBinding kept =
-          client::keep_slurm_gpus(*step_plan, table, *choice, task, joined(tokens));
-      out.basis = kept.basis == client::KeptBinding::Basis::kSameGpus
-                      ? SlurmGpuChoice::Basis::kSameGpus
-                  : kept.basis == client::KeptBinding::Basis::kSomeOfItsGpus
-                      ? SlurmGpuChoice::Basis::kSomeOfItsGpus
-                      : SlurmGpuChoice::Basis::kOwnTask;
-      out.gpus = kept.task.tokens;
-      for (const auto& var : kept.task.env)
-        if (var.name == "GPUBIND_GPU_PCI") out.gpu_pci = var.value;
-      out.planned_rank = kept.planned_rank;
-      out.cpus = kept.task.cpus;
-      out.nics = kept.task.nic_names;
-      out.may_share = kept.cores_may_be_shared;
-    }
     choices.push_back(std::move(out));
   }
   return choices;
