@@ -69,10 +69,21 @@ std::string gpu_binding(const std::optional<std::string>& tres_bind) {
   return binding;
 }
 
-// A planned task's GPUs as node indices, in its tokens' order, through the step's token table.
+// A planned task's GPUs as node indices, one per GPU of the task in its order: the plan's own
+// node index for each (a PVC tile's is its card's). The tokens cannot say it where the plan
+// numbers GPUs within their vendor (a node of NVIDIA and AMD GPUs) or names tiles (Level Zero's
+// FLAT hierarchy); only a plan without node indices is read through the step's token table.
 std::vector<int> planned_gpus(const TaskBinding& task,
                               const std::vector<std::pair<int, std::string>>& step_table) {
   std::vector<int> gpus;
+  const bool indexed =
+      !task.gpus.empty() && std::all_of(task.gpus.begin(), task.gpus.end(),
+                                        [](const TaskGpuInfo& gpu) { return gpu.node_index >= 0; });
+  if (indexed) {
+    for (const TaskGpuInfo& gpu : task.gpus)
+      gpus.push_back(gpu.node_index);
+    return gpus;
+  }
   for (const std::string& token : split_list(task.tokens)) {
     for (const auto& [index, step_token] : step_table)
       if (step_token == token) gpus.push_back(index);
@@ -353,7 +364,9 @@ KeptBinding keep_slurm_gpus(const StepPlan& plan,
     if (task.gpus.size() == in_order.size())
       for (size_t i = 0; i < in_order.size(); ++i)
         described[in_order[i]] = task.gpus[i];
-    const std::vector<int> gpus = sorted(in_order);
+    // Tiles of one card are that card once.
+    std::vector<int> gpus = sorted(in_order);
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
     if (gpus == wanted) exact.push_back(&task);
     const bool shares = std::any_of(gpus.begin(), gpus.end(), [&](int gpu) {
       return std::binary_search(wanted.begin(), wanted.end(), gpu);

@@ -149,6 +149,38 @@ PY
     echo "FAIL $name"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
   fi
 done
+# Every fixture, one task per GPU and Slurm's map_gpu in reverse order: each task is bound as
+# the planned task holding the GPU Slurm gives it, found by node index (mixed vendors number
+# their tokens per vendor; PVC cards hold tiles).
+for xml in "$fixtures"/*.xml; do
+  gpus=$("$ctl" topology --topology "$xml" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["gpus"]))')
+  ((gpus >= 2)) || continue
+  reverse=$(seq $((gpus - 1)) -1 0 | paste -sd, -)
+  name="explain slurm map_gpu:$reverse on $(basename "$xml"): each task as the planned task of its GPU"
+  if "$ctl" topology --topology "$xml" --json >"$tmp/topology.json" &&
+    "$ctl" plan --topology "$xml" --ntasks "$gpus" --json >"$tmp/plan.json" 2>/dev/null &&
+    "$ctl" explain --topology "$xml" --ntasks "$gpus" --slurm-gpu-bind "map_gpu:$reverse" --json \
+      >"$tmp/explain.json" 2>&1 &&
+    python3 - "$tmp/topology.json" "$tmp/plan.json" "$tmp/explain.json" <<'PY'
+import json, sys
+node = json.load(open(sys.argv[1]))["gpus"]
+plan = json.load(open(sys.argv[2]))["tasks"]
+tasks = json.load(open(sys.argv[3]))["tasks"]
+n = len(node)
+for t in tasks:
+    s, gpu = t["slurm"], n - 1 - t["rank"]
+    assert s["basis"] == "same-gpus", (t["rank"], s)
+    assert s["gpu_pci"] == node[gpu]["pci"], (t["rank"], s, node[gpu]["pci"])
+    base = plan[s["planned_rank"]]
+    assert {g["node_index"] for g in base["gpus"]} == {gpu}, (t["rank"], s, base["gpus"])
+    assert s["cpus"] == base["cpus"] and not s["may_share"], (t["rank"], s)
+PY
+  then
+    echo "ok   $name"; passed=$((passed + 1))
+  else
+    echo "FAIL $name"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
+  fi
+done
 # Each fixture and shape: explain's cores, GPUs and NICs are the plan's, task by task.
 for xml in "$fixtures"/*.xml; do
   for shape in "--ntasks 1" "--ntasks 8" "--ntasks 8 --order cpu" "--ntasks 30 --cpus 0-40" "--ntasks 300"; do

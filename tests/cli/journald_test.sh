@@ -14,6 +14,8 @@ if [[ "${GPUBIND_JOURNALD_INSIDE:-}" != 1 ]]; then
   for tool in unshare journalctl "$journald"; do
     command -v "$tool" >/dev/null || { echo "$tool not installed: skipped"; exit 77; }
   done
+  unshare --mount --propagation private -- mount -t tmpfs tmpfs /run 2>/dev/null ||
+    { echo "cannot make a private /run here (no CAP_SYS_ADMIN?): skipped"; exit 77; }
   GPUBIND_JOURNALD_INSIDE=1 exec unshare --mount --propagation private -- "$0" "$@"
 fi
 source "$(dirname "$0")/lib.sh"
@@ -40,7 +42,7 @@ for _ in $(seq 100); do [[ -S /run/systemd/journal/socket ]] && break; sleep 0.0
   { bad "journald did not start" "$(cat "$tmp/journald.log")"; finish; exit 1; }
 
 socket=$tmp/gpubind.sock
-JOURNAL_STREAM=8:4242 "$daemon" --foreground --socket "$socket" \
+env -u GPUBIND_JOURNAL_SOCKET JOURNAL_STREAM=8:4242 "$daemon" --foreground --socket "$socket" \
   --config "$fixtures/lumi-g.policy" --topology "$fixtures/lumi-g.xml" 2>"$tmp/daemon.log" &
 daemon_pid=$!
 for _ in $(seq 200); do [[ -S "$socket" ]] && break; sleep 0.05; done

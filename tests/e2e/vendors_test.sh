@@ -65,5 +65,17 @@ run env HIP_VISIBLE_DEVICES=1 srun -N1 -n2 --gpus=4 --gpu-bind-auto "$check" --j
   ok "a user's HIP_VISIBLE_DEVICES is kept where the policy leaves it alone" ||
   bad "user's HIP_VISIBLE_DEVICES" "$out"
 
+# Slurm's own per-task choice across vendors: map_gpu:2,0 gives task 0 the first AMD GPU (Slurm's
+# 2, ROCm's 0) and task 1 the first NVIDIA one. The plan numbers each vendor's GPUs from 0, so
+# each task must find the planned task of its GPU by the GPU itself, not by that number.
+run srun -N1 -n2 --gpus=4 --gpu-bind=map_gpu:2,0 --gpu-bind-auto=verbose "$check" --json
+amd_pci=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["gpus"][2]["pci"])' "$topo")
+[[ "$(field GPUBIND_GPU_PCI "$(task_line 0)")" == "$amd_pci" &&
+  "$(field GPUBIND_CPUS "$(task_line 0)")" == "$(domain_cpus 1)" &&
+  "$(field GPUBIND_GPU_PCI "$(task_line 1)")" == "0000:40:00.0" &&
+  "$(field GPUBIND_CPUS "$(task_line 1)")" == "$(domain_cpus 0)" ]] &&
+  ok "--gpu-bind=map_gpu:2,0: the AMD task is bound by the AMD GPU's cores, the NVIDIA task by the NVIDIA's" ||
+  bad "map_gpu across vendors" "$out"
+
 e2e_no_node_drained
 e2e_finish

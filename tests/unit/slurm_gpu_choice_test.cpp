@@ -361,6 +361,62 @@ TEST(KeepSlurmGpus, PlannedTasksOutsideTheGpusL3LendNoCores) {
   EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), "0000:40:00.0,0000:42:00.0");
 }
 
+// A node of one NVIDIA and one AMD GPU: the plan numbers each vendor's GPUs from 0, so both
+// tasks' tokens are "0"; their node indices tell them apart.
+TEST(KeepSlurmGpus, GpusAreMatchedByNodeIndexNotByTokensNumberedPerVendor) {
+  StepPlan plan;
+  const char* pci[] = {"0000:01:00.0", "0000:0a:00.0"};
+  for (int rank = 0; rank < 2; ++rank) {
+    TaskBinding task;
+    task.rank = rank;
+    task.cpus = rank == 0 ? "0-3" : "4-7";
+    task.tokens = "0";
+    task.vendor = rank == 0 ? "nvidia" : "amd";
+    task.gpus = {{"0", pci[rank], "L3 0", rank}};
+    task.env = {{"GPUBIND_GPU_PCI", pci[rank], false}};
+    plan.tasks.push_back(task);
+  }
+  const std::vector<std::pair<int, std::string>> table{{0, "0"}, {1, "1"}};
+  // map_gpu:1,0: task 0 gets the AMD GPU (node 1), task 1 the NVIDIA one.
+  for (int local = 0; local < 2; ++local) {
+    const int gpu = 1 - local;
+    const KeptBinding kept = keep_slurm_gpus(
+        plan, table, SlurmTaskGpus{{gpu}, true, "map_gpu:1,0", 0, 1, {}}, local, "0");
+    EXPECT_EQ(kept.basis, KeptBinding::Basis::kSameGpus) << local;
+    EXPECT_EQ(kept.planned_rank, gpu);
+    EXPECT_EQ(kept.task.cpus, gpu == 0 ? "0-3" : "4-7");
+    EXPECT_EQ(env_map(kept.task).at("GPUBIND_GPU_PCI"), pci[gpu]);
+  }
+}
+
+// Level Zero's FLAT hierarchy: each task holds one tile of card 0 or 1 (tokens "0".."3"); Slurm
+// gives whole cards, and each task Slurm gave a card takes a planned task of one of its tiles.
+TEST(KeepSlurmGpus, ATasksCardIsMatchedByThePlannedTasksOfItsTiles) {
+  StepPlan plan;
+  for (int rank = 0; rank < 4; ++rank) {
+    TaskBinding task;
+    task.rank = rank;
+    task.cpus = std::to_string(rank * 4) + "-" + std::to_string(rank * 4 + 3);
+    task.tokens = std::to_string(rank);
+    task.gpus = {
+        {std::to_string(rank), rank < 2 ? "0000:18:00.0" : "0000:42:00.0", "NUMA 0", rank / 2}};
+    plan.tasks.push_back(task);
+  }
+  const std::vector<std::pair<int, std::string>> cards{{0, "0"}, {1, "1"}};
+  // map_gpu:1,1,0,0: tasks 0 and 1 on card 1, tasks 2 and 3 on card 0.
+  std::vector<std::string> cpus;
+  for (int local = 0; local < 4; ++local) {
+    const int card = local < 2 ? 1 : 0;
+    const KeptBinding kept = keep_slurm_gpus(
+        plan, cards, SlurmTaskGpus{{card}, true, "map_gpu:1,1,0,0", local % 2, 2, {}}, local,
+        std::to_string(card));
+    EXPECT_EQ(kept.basis, KeptBinding::Basis::kSameGpus) << local;
+    EXPECT_FALSE(kept.cores_may_be_shared) << local;
+    cpus.push_back(kept.task.cpus);
+  }
+  EXPECT_EQ(cpus, (std::vector<std::string>{"8-11", "12-15", "0-3", "4-7"}));
+}
+
 TEST(KeepSlurmGpus, GpusNoPlannedTaskHoldsAtAllKeepTheTasksOwnCores) {
   const StepPlan plan = two_gpu_plan();
   const KeptBinding kept =

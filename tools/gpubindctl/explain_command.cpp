@@ -131,9 +131,11 @@ std::string joined(const std::vector<std::string>& items) {
 SlurmGpuChoice kept_choice(const client::KeptBinding& kept) {
   using Basis = client::KeptBinding::Basis;
   SlurmGpuChoice out;
+  // No binding kept (no plan to take cores from): the plugin then applies the plan as it is.
   out.basis = kept.basis == Basis::kSameGpus        ? SlurmGpuChoice::Basis::kSameGpus
               : kept.basis == Basis::kSomeOfItsGpus ? SlurmGpuChoice::Basis::kSomeOfItsGpus
-                                                    : SlurmGpuChoice::Basis::kOwnTask;
+              : kept.basis == Basis::kOwnTask       ? SlurmGpuChoice::Basis::kOwnTask
+                                                    : SlurmGpuChoice::Basis::kStepGpus;
   out.gpus = kept.task.tokens;
   for (const auto& var : kept.task.env)
     if (var.name == "GPUBIND_GPU_PCI") out.gpu_pci = var.value;
@@ -150,7 +152,9 @@ SlurmGpuChoice kept_choice(const client::KeptBinding& kept) {
 // plugin keeps for it. closest and single depend on the CPUs Slurm binds each task to, which
 // only the running step knows.
 Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const PlanRequest& request,
-                                                  const std::string& binding) {
+                                                  std::string binding) {
+  // srun's --gpu-bind=verbose,map_gpu:... : verbose only makes Slurm say it.
+  if (binding.rfind("verbose,", 0) == 0) binding.erase(0, 8);
   const std::string kind = binding.substr(0, binding.find(':'));
   if (kind == "closest" || kind == "single") {
     return make_error("--slurm-gpu-bind " + binding +
@@ -166,7 +170,8 @@ Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const Plan
   const auto map = client::slurm_gpu_map(binding, step_gpus, ntasks);
   if (!map) {
     return make_error("--slurm-gpu-bind: cannot read '" + binding +
-                      "' (map_gpu:LIST, mask_gpu:LIST or per_task:N, as srun --gpu-bind takes)");
+                      "' (map_gpu:LIST, mask_gpu:LIST or per_task:N, as srun --gpu-bind takes, "
+                      "naming GPUs of the step)");
   }
   // The plan as the plugin holds it: the daemon's answer bytes, decoded by the plugin's codec.
   auto step_plan = protocol::decode_plan(api::serialize_plan(e.plan, &e.topology, {}));

@@ -86,9 +86,9 @@ std::string gpu_name(const TaskGpu& gpu) {
 }
 
 // Cores taken by nearness to the task's `anchor` ("its own cores", "its anchor"): the farthest
-// only when nothing nearer was free; a task without GPUs or cores takes the least loaded.
+// only when nothing nearer was free; a task with nothing to be near (no GPU) says so.
 std::string taken_words(Nearness nearness, const std::string& anchor) {
-  if (nearness == Nearness::kNoAnchor) return "the least loaded, the task having no GPU to be near";
+  if (nearness == Nearness::kNoAnchor) return "the task having no GPU to be near";
   return nearness_words(nearness) +
          (nearness == Nearness::kMachine ? " (nothing nearer was free)" : "") + " as " + anchor;
 }
@@ -152,6 +152,7 @@ std::string core_text(const Topology& topology, const CoreGrant& grant) {
              taken_words(grant.nearness, "its anchor") + " (" + count + ")";
     case CoreSource::kShared:
       return "more tasks than hardware threads: a core shared with other tasks, " +
+             std::string(grant.nearness == Nearness::kNoAnchor ? "the least loaded, " : "") +
              taken_words(grant.nearness, "its anchor") + " (" + count + ")";
   }
   return count;
