@@ -99,6 +99,15 @@ check "explain json" 0 '^\{"step":\{"ntasks":8,"order":"gpu","order_from":"polic
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --json
 check "explain rank out of range" 2 "--rank: expected a whole number from 0 to 7" \
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 8
+# explained NAME: counts the command list just run (plan, explain, a Python check of their JSON):
+# ok, or FAIL with the start of explain's JSON.
+explained() {
+  if (($? == 0)); then
+    echo "ok   $1"; passed=$((passed + 1))
+  else
+    echo "FAIL $1"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
+  fi
+}
 # Slurm's per-task GPU binding: each task keeps Slurm's GPUs, bound as the planned task holding
 # them (the plugin's own rule); closest and single cannot be told offline.
 check "explain slurm map_gpu line" 0 '^  Slurm +GPU 7 \(0000:de:00.0\) +--gpu-bind=map_gpu:7,6,5,4,3,2,1,0 gives it these GPUs, which gpubind keeps: bound as planned local task 7, which holds the same GPUs: CPUs 41-47, NIC hsn3$' \
@@ -111,7 +120,7 @@ for case in "8 map_gpu:7,6,5,4,3,2,1,0 same-gpus" "4 per_task:2 same-gpus" "8 ma
   "16 map_gpu:3 same-gpus"; do
   read -r ntasks binding basis <<<"$case"
   name="explain slurm $binding, $ntasks tasks: each task bound as a planned task holding its GPUs"
-  if "$ctl" plan "${lumi[@]}" --ntasks "$ntasks" --json >"$tmp/plan.json" 2>/dev/null &&
+  "$ctl" plan "${lumi[@]}" --ntasks "$ntasks" --json >"$tmp/plan.json" 2>/dev/null &&
     "$ctl" explain "${lumi[@]}" --ntasks "$ntasks" --slurm-gpu-bind "$binding" --json >"$tmp/explain.json" 2>&1 &&
     python3 - "$tmp/plan.json" "$tmp/explain.json" "$basis" <<'PY'
 import json, sys
@@ -143,11 +152,7 @@ for t in tasks:
         assert s["may_share"], s
     assert s["text"].startswith("--gpu-bind=" + s["binding"]), s
 PY
-  then
-    echo "ok   $name"; passed=$((passed + 1))
-  else
-    echo "FAIL $name"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
-  fi
+  explained "$name"
 done
 # Every fixture, one task per GPU and Slurm's map_gpu in reverse order: each task is bound as
 # the planned task holding the GPU Slurm gives it, found by node index (mixed vendors number
@@ -157,7 +162,7 @@ for xml in "$fixtures"/*.xml; do
   ((gpus >= 2)) || continue
   reverse=$(seq $((gpus - 1)) -1 0 | paste -sd, -)
   name="explain slurm map_gpu:$reverse on $(basename "$xml"): each task as the planned task of its GPU"
-  if "$ctl" topology --topology "$xml" --json >"$tmp/topology.json" &&
+  "$ctl" topology --topology "$xml" --json >"$tmp/topology.json" &&
     "$ctl" plan --topology "$xml" --ntasks "$gpus" --json >"$tmp/plan.json" 2>/dev/null &&
     "$ctl" explain --topology "$xml" --ntasks "$gpus" --slurm-gpu-bind "map_gpu:$reverse" --json \
       >"$tmp/explain.json" 2>&1 &&
@@ -175,18 +180,14 @@ for t in tasks:
     assert {g["node_index"] for g in base["gpus"]} == {gpu}, (t["rank"], s, base["gpus"])
     assert s["cpus"] == base["cpus"] and not s["may_share"], (t["rank"], s)
 PY
-  then
-    echo "ok   $name"; passed=$((passed + 1))
-  else
-    echo "FAIL $name"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
-  fi
+  explained "$name"
 done
 # Each fixture and shape: explain's cores, GPUs and NICs are the plan's, task by task.
 for xml in "$fixtures"/*.xml; do
   for shape in "--ntasks 1" "--ntasks 8" "--ntasks 8 --order cpu" "--ntasks 30 --cpus 0-40" "--ntasks 300"; do
     name="explain = plan: $(basename "$xml") $shape"
     # shellcheck disable=SC2086
-    if "$ctl" plan --topology "$xml" $shape --json >"$tmp/plan.json" 2>/dev/null &&
+    "$ctl" plan --topology "$xml" $shape --json >"$tmp/plan.json" 2>/dev/null &&
       "$ctl" explain --topology "$xml" $shape --json >"$tmp/explain.json" 2>&1 &&
       python3 - "$tmp/plan.json" "$tmp/explain.json" <<'PY'
 import json, sys
@@ -200,11 +201,7 @@ for p, e in zip(plan["tasks"], explained["tasks"]):
     assert (p.get("nic_names") or "") == ",".join(n["name"] for n in e["nics"]), p["rank"]
     assert all(c["text"] for c in e["cores"]) and all(g["text"] for g in e["gpus"])
 PY
-    then
-      echo "ok   $name"; passed=$((passed + 1))
-    else
-      echo "FAIL $name"; head -c 300 "$tmp/explain.json"; echo; failed=$((failed + 1))
-    fi
+    explained "$name"
   done
 done
 

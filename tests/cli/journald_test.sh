@@ -50,30 +50,11 @@ for _ in $(seq 200); do [[ -S "$socket" ]] && break; sleep 0.05; done
   { bad "gpubindd did not start" "$(cat "$tmp/daemon.log")"; finish; exit 1; }
 
 # Compact plan requests as the plugin sends them: job 123 step 5 (4 tasks), job 456 step 0.
-"$py" - "$socket" >"$tmp/asked.txt" 2>&1 <<'PY'
-import socket, struct, sys
-
-def varint(n):
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out += bytes([byte | (0x80 if n else 0)])
-        if not n:
-            return out
-
-def ask(job, step, ntasks):
-    body = b"\x08" + varint(job) + b"\x10" + varint(step) + b"\x18" + varint(ntasks)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(sys.argv[1])
-    s.sendall(b"GPUBIND" + bytes([2]) + struct.pack("<I", len(body)) + body)
-    data = b""
-    while chunk := s.recv(65536):
-        data += chunk
-    print(f"job {job} status {data[0]}")
-
-ask(123, 5, 4)
-ask(456, 0, 8)
+PYTHONPATH=$(dirname "$0") "$py" - "$socket" >"$tmp/asked.txt" 2>&1 <<'PY'
+import sys
+import compact_client
+for job, step, ntasks in ((123, 5, 4), (456, 0, 8)):
+    print(f"job {job} status {compact_client.ask_plan(sys.argv[1], job, step, ntasks)}")
 PY
 check "both plans answered" '[[ $(grep -c "status 0" "$tmp/asked.txt") -eq 2 ]]'
 

@@ -52,35 +52,15 @@ ctl plan --ntasks 2 --gpus 99 >/dev/null 2>&1 && bad "a GPU the node lacks is re
 
 # A compact request of job 123 and a body that is no request (refused), as the plugin sends them;
 # the journal's datagram for job 123 received where GPUBIND_JOURNAL_SOCKET points.
-"$py" - "$socket" "$journal" >"$tmp/journal.txt" 2>&1 <<'PY'
-import socket, struct, sys
+PYTHONPATH=$(dirname "$0") "$py" - "$socket" "$journal" >"$tmp/journal.txt" 2>&1 <<'PY'
+import socket, sys
+import compact_client
 sock_path, journal_path = sys.argv[1], sys.argv[2]
 journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 journal.bind(journal_path)
 journal.settimeout(3)
-
-def varint(n):
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out += bytes([byte | (0x80 if n else 0)])
-        if not n:
-            return out
-
-def ask(body):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(sock_path)
-    s.sendall(b"GPUBIND" + bytes([2]) + struct.pack("<I", len(body)) + body)
-    data = b""
-    while chunk := s.recv(65536):
-        data += chunk
-    return data[0]
-
-# PlanRequest: job_id=123 (1), step_id=5 (2), ntasks=4 (3)
-status = ask(b"\x08" + varint(123) + b"\x10\x05\x18\x04")
-print("plan status", status)
-print("garbage status", ask(b"\xff\xff\xff"))
+print("plan status", compact_client.ask_plan(sock_path, job=123, step=5, ntasks=4))
+print("garbage status", compact_client.ask(sock_path, b"\xff\xff\xff"))
 data = journal.recv(65536).decode()
 for line in data.splitlines():
     print(line)

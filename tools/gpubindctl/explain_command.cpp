@@ -111,12 +111,8 @@ std::vector<std::pair<int, std::string>> step_table(const Topology& topology,
       table.emplace_back(static_cast<int>(g), std::to_string(g));
     return table;
   }
-  for (const StepGpu& gpu : *request.gpus) {
-    int index = gpu.node_index;
-    for (size_t g = 0; !gpu.pci.empty() && g < topology.gpus.size(); ++g)
-      if (topology.gpus[g].pci_bus_id == gpu.pci) index = static_cast<int>(g);
-    table.emplace_back(index, gpu.token);
-  }
+  for (const StepGpu& gpu : *request.gpus)  // --gpus names node indices
+    table.emplace_back(gpu.node_index, gpu.token);
   return table;
 }
 
