@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpubind/client/launch.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/srun_options.h"
 #include "gpubind/client/types.h"
@@ -52,6 +53,7 @@ struct PluginState {
   // task's own GPUs with them (Slurm's per-task choice).
   std::vector<std::pair<int, std::string>> step_gpus;
   int local_tasks = 0;
+  client::StepFacts facts;  // what Slurm and the user fixed, as the request carried it
   std::string failure;  // why there is no plan
   std::string host;
 };

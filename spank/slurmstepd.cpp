@@ -12,11 +12,12 @@
 #include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
 #include "gpubind/client/job_option.h"
+#include "gpubind/client/launch.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/request.h"
-#include "gpubind/client/slurm_gpu_choice.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/parse.h"
+#include "gpubind/slurm_words.h"
 #include "plugin_state.h"
 
 extern "C" {
@@ -28,7 +29,7 @@ namespace {
 
 using client::EnvLookup;
 using client::ExplicitBinding;
-using client::KeptBinding;
+using client::LaunchDecision;
 using client::OnError;
 using client::StepRequest;
 using client::TaskBinding;
@@ -147,6 +148,21 @@ std::string stepd_lib_path() {
   return kStepdLibName;
 }
 
+// The user's explicit --cpu-bind/--gpu-bind/--mem-bind for this step: what srun passed down
+// (this component's, in a heterogeneous step), else what only a user gives.
+ExplicitBinding explicit_binding_of(spank_t sp) {
+  const auto component = own_het_component(sp);
+  const std::string own = component ? client::het_explicit_var(*component) : client::kExplicitEnv;
+  return client::step_explicit_binding(env_of(sp), job_env(sp, own));
+}
+
+// srun's messages to the step: a task keeps none of them.
+void clear_passed_vars(spank_t sp) {
+  const auto het = job_env(sp, client::kHetEnv);
+  for (const std::string& name : client::passed_vars(het ? het->c_str() : nullptr))
+    spank_unsetenv(sp, name.c_str());
+}
+
 // The step as Slurm describes it (client::slurm_step_request); an item Slurm cannot give makes
 // the step unplannable.
 Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
@@ -167,6 +183,10 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
   if (!built.warning.empty()) state().plan.warnings.push_back(built.warning);
   state().gpu_note = std::move(built.gpu_source);
+  // What Slurm and the user fixed goes to the planner, which alone decides the tasks.
+  state().facts = client::step_facts(env_of(sp), explicit_binding_of(sp), state().site.override_explicit);
+  const std::string not_carried = client::add_facts(state().facts, built.request);
+  if (!not_carried.empty()) slurm_verbose("gpubind: %s", not_carried.c_str());
   return std::move(built.request);
 }
 
@@ -186,72 +206,6 @@ bool is_special_step(uint32_t step_id) {
 // Says `message` once per node (from local task 0), on the task's stderr.
 void say_once(int local_id, const std::string& message) {
   if (local_id == 0) std::fprintf(stderr, "gpubind: %s\n", message.c_str());
-}
-
-// The task's own GPU visibility value as Slurm set it (the first of the variables it sets).
-std::string slurm_visibility(const EnvLookup& env) {
-  const auto visibility = client::slurm_visibility_var(env);
-  return visibility ? visibility->value : "";
-}
-
-// The user's explicit --cpu-bind/--gpu-bind for this step: what srun passed down, else a CPU
-// binding that only a user gives (map_cpu, none, rank...). The variable is the step's: a task
-// does not keep it.
-ExplicitBinding explicit_binding_of(spank_t sp) {
-  ExplicitBinding user;
-  const auto component = own_het_component(sp);
-  const std::string own = component ? client::het_explicit_var(*component) : client::kExplicitEnv;
-  if (auto passed = job_env(sp, own)) user = client::decode_explicit(*passed);
-  // srun's messages to the step: a task keeps none of them.
-  const auto het = job_env(sp, client::kHetEnv);
-  for (const std::string& name : client::passed_vars(het ? het->c_str() : nullptr))
-    spank_unsetenv(sp, name.c_str());
-  const auto type = job_env(sp, "SLURM_CPU_BIND_TYPE");
-  if (user.cpu.empty() && type && client::cpu_bind_type_is_explicit(*type)) {
-    std::string value = job_env(sp, "SLURM_CPU_BIND").value_or(*type);
-    for (const char* prefix : {"quiet,", "verbose,"})
-      if (value.rfind(prefix, 0) == 0) value.erase(0, std::string(prefix).size());
-    user.cpu = value;
-  }
-  const auto mem_type = job_env(sp, "SLURM_MEM_BIND_TYPE");
-  if (user.mem.empty() && mem_type && client::mem_bind_type_is_explicit(*mem_type)) {
-    // "map_mem:" with its list in SLURM_MEM_BIND_LIST; "local" and "rank" stand alone.
-    user.mem = *mem_type + job_env(sp, "SLURM_MEM_BIND_LIST").value_or("");
-  }
-  return user;
-}
-
-// Where Slurm gave this task its own GPUs (--gpu-bind, --gpus-per-task), the binding that keeps
-// them; nullopt where the task has the step's GPUs and the plan's entry applies as it is.
-std::optional<KeptBinding> slurm_choice_for(spank_t sp, int local_id) {
-  const PluginState& s = state();
-  const EnvLookup env = env_of(sp);
-  std::vector<int> step_indices;
-  for (const auto& gpu : s.step_gpus)
-    step_indices.push_back(gpu.first);
-  // closest and single chose by the CPUs Slurm bound the task to: its affinity now.
-  const auto choice = client::slurm_task_gpus(env, step_indices, local_id, s.local_tasks, s.plan,
-                                              current_affinity().to_list());
-  if (!choice) return std::nullopt;
-  if (!choice->identified && choice->among.empty()) {
-    // Neither these GPUs nor their domain can be told here: the task keeps Slurm's binding.
-    KeptBinding untouched;
-    untouched.slurm_binding_only = true;
-    return untouched;
-  }
-  KeptBinding kept =
-      client::keep_slurm_gpus(s.plan, s.step_gpus, *choice, local_id, slurm_visibility(env));
-  if (kept.task.cpus.empty()) return std::nullopt;
-  // Said once for each group of tasks given the same GPUs (once per node where not counted).
-  const bool first_of_group = choice->same_before >= 0 ? choice->same_before == 0 : local_id == 0;
-  if (kept.cores_may_be_shared && first_of_group) {
-    std::fprintf(stderr,
-                 "gpubind: warning: task %d keeps the GPUs Slurm chose for it (%s): CPUs %s, "
-                 "which other tasks given the same GPUs may share\n",
-                 local_id, choice->binding.empty() ? "its gpu binding" : choice->binding.c_str(),
-                 kept.task.cpus.c_str());
-  }
-  return kept;
 }
 
 }  // namespace
@@ -334,11 +288,43 @@ void say_binding(const PluginState& s, unsigned global_id, const TaskBinding& ta
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+
+// The task's own facts just before exec: its local id, the step's task count, its CPUs now.
+client::TaskLaunch task_launch(int local_id) {
+  client::TaskLaunch task;
+  task.local_id = local_id;
+  task.local_tasks = state().local_tasks;
+  task.affinity = current_affinity();
+  return task;
+}
+
+// Says what was kept from Slurm and the user, once per node.
+void say_what_stays(const PluginState& s, int local_id, const LaunchDecision& decision) {
+  const ExplicitBinding& user = s.facts.user;
+  if (decision.slurm_chose_gpus && !user.gpu.empty() && user.gpu != "none") {
+    say_once(local_id, "--gpu-bind=" + user.gpu +
+                           " given: tasks keep the GPUs Slurm chose; gpubind binds their cores "
+                           "and NICs next to them");
+  }
+  if (s.facts.slurm_cpus) {
+    say_once(local_id, "--cpu-bind=" + user.cpu +
+                           " given: tasks keep Slurm's CPU binding; gpubind sets their GPU and "
+                           "NIC variables");
+  }
+  if (s.facts.slurm_memory) {
+    say_once(local_id, "--mem-bind=" + user.mem +
+                           " given: tasks keep Slurm's memory binding; gpubind binds their CPUs "
+                           "and sets their GPU and NIC variables");
+  }
+  if (s.facts.slurm_gpu_vars)
+    say_once(local_id, "--gpu-bind=none given: the GPU visibility variables stay Slurm's");
+}
+
 }  // namespace
 
 int slurmstepd_task_init(spank_t sp) {
   const PluginState& s = state();
-  const ExplicitBinding user = explicit_binding_of(sp);  // read before anything is cleared
+  clear_passed_vars(sp);
   SpankTaskEnvironment task_env(sp);
   // What an outer task's binding left (a step started inside a bound task), bound or not: its
   // GPUBIND_* information goes; the values it set stay, as the user may have exported them again.
@@ -351,98 +337,54 @@ int slurmstepd_task_init(spank_t sp) {
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global_id) != ESPANK_SUCCESS) global_id = 0;
   // In a heterogeneous step Slurm's task id counts within the component; SLURM_PROCID is the
   // rank the user's program sees across all components.
-  if (auto procid = job_env(sp, "SLURM_PROCID")) {
+  if (auto procid = job_env(sp, slurm::kProcId)) {
     if (const auto rank = parse_whole_number(*procid, 0, UINT32_MAX))
       global_id = static_cast<uint32_t>(*rank);
   }
   // A site's default never fails a job: only a step whose user asked for binding fails.
   const bool fail_task = s.site.on_error == OnError::kFail && s.asked;
-  if (!s.planned) {
-    if (fail_task) {
-      slurm_error("gpubind: cannot bind task %u: %s", global_id, s.failure.c_str());
-      return -1;
-    }
-    say_once(local_id, s.failure + "; Slurm's binding is kept");
-    return 0;
-  }
-  if (local_id < 0 || local_id >= static_cast<int>(s.plan.tasks.size())) {
-    // Never every task as local task 0: without its own entry a task keeps Slurm's binding.
-    const std::string why = local_id < 0 ? "Slurm did not give the task's local id"
-                                         : "no plan for local task " + std::to_string(local_id);
+  auto keep_slurms = [&](const std::string& why) {
     if (fail_task) {
       slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
       return -1;
     }
     std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
     return 0;
-  }
-  // Slurm's own per-task GPU choice wins: the task keeps its GPUs, bound next to them.
-  const std::optional<KeptBinding> kept = slurm_choice_for(sp, local_id);
-  if (kept && kept->slurm_binding_only) {
-    // Said by each such task: the others may be bound.
-    std::fprintf(stderr,
-                 "gpubind: task %u: which GPUs Slurm chose for it (--gpu-bind) cannot be told "
-                 "here: it keeps Slurm's CPU and GPU binding\n",
-                 global_id);
+  };
+  if (!s.planned) {
+    if (fail_task) return keep_slurms(s.failure);
+    say_once(local_id, s.failure + "; Slurm's binding is kept");
     return 0;
   }
-  TaskBinding task = kept ? kept->task : s.plan.tasks[local_id];
-  // The user asked Slurm for it (not --gpus-per-task's implied per_task): say what happened.
-  if (kept && !user.gpu.empty() && user.gpu != "none") {
-    say_once(local_id, "--gpu-bind=" + user.gpu +
-                           " given: tasks keep the GPUs Slurm chose; gpubind binds their cores "
-                           "and NICs next to them");
-  }
-  // So does the user's explicit --cpu-bind, --mem-bind or --gpu-bind=none, unless the site forces
-  // gpubind's.
-  const bool slurm_cpus = !user.cpu.empty() && !s.site.override_explicit;
-  const bool slurm_memory = !user.mem.empty() && !s.site.override_explicit;
-  const bool slurm_gpu_vars = user.gpu == "none" && !s.site.override_explicit;
-  if (slurm_cpus) {
-    task = client::with_slurm_cpus(task, current_affinity().to_list());
-    say_once(local_id, "--cpu-bind=" + user.cpu +
-                           " given: tasks keep Slurm's CPU binding; gpubind sets their GPU and "
-                           "NIC variables");
-  }
-  if (slurm_memory) {
-    say_once(local_id, "--mem-bind=" + user.mem +
-                           " given: tasks keep Slurm's memory binding; gpubind binds their CPUs "
-                           "and sets their GPU and NIC variables");
-  }
-  if (slurm_gpu_vars) {
-    task = client::without_gpu_visibility(task);
-    say_once(local_id, "--gpu-bind=none given: the GPU visibility variables stay Slurm's");
-  }
+  std::vector<int> step_indices;
+  for (const auto& gpu : s.step_gpus)
+    step_indices.push_back(gpu.first);
+  const LaunchDecision decision =
+      client::decide_launch(s.plan, s.facts, step_indices, task_env.lookup(),
+                            task_launch(local_id), s.flags.no_gpu_env);
+  if (!decision.apply) return keep_slurms(decision.why);
+  TaskBinding task = s.plan.tasks[decision.planned];
+  if (decision.cpus_bound_at_launch) task = client::with_slurm_cpus(task, current_affinity().to_list());
+  say_what_stays(s, local_id, decision);
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);
   slurm_debug("%s", client::describe_binding(s.host, global_id, task, s.plan.source).c_str());
   // Slurm's --cpu-bind=verbose printed the mask it set: the task is told what replaced it.
-  const bool slurm_said_mask = job_env(sp, "SLURM_CPU_BIND_VERBOSE") == "verbose" && !slurm_cpus;
+  const bool slurm_said_mask =
+      job_env(sp, slurm::kCpuBindVerbose) == "verbose" && !s.facts.slurm_cpus;
   if (s.flags.verbose || s.flags.dry_run || slurm_said_mask) {
     if (s.flags.verbose && !s.gpu_note.empty()) say_once(local_id, s.gpu_note);
     say_binding(
         s, global_id, task,
-        std::string(kept ? " (GPUs chosen by Slurm)" : "") +
-            (slurm_cpus ? " (CPUs bound by Slurm)" : "") +
-            (slurm_memory ? " (memory bound by Slurm)" : "") +
+        std::string(decision.slurm_chose_gpus ? " (GPUs chosen by Slurm)" : "") +
+            (s.facts.slurm_cpus ? " (CPUs bound by Slurm)" : "") +
+            (s.facts.slurm_memory ? " (memory bound by Slurm)" : "") +
             (slurm_said_mask && !s.flags.dry_run ? " (replaces the CPU mask Slurm set)" : ""));
   }
   if (s.flags.dry_run) return 0;
-
-  const Status bound = client::apply_binding(
-      task, task_env,
-      {.bind_cpus = !slurm_cpus,
-       .prefer_memory = !slurm_memory,
-       .align_other_visibility = !s.flags.no_gpu_env && !kept && !slurm_gpu_vars});
-  if (!bound) {
-    const std::string why = bound.error().message;
-    if (fail_task) {
-      slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
-      return -1;
-    }
-    std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
-  }
+  const Status bound = client::apply_binding(task, task_env, decision.options);
+  if (!bound) return keep_slurms(bound.error().message);
   return 0;
 }
 

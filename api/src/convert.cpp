@@ -62,6 +62,35 @@ Result<PlanRequest::Ccl> ccl_from_proto(const v1::PlanRequest& proto) {
   return ccl;
 }
 
+// The fixed tasks: at most one per task, GPU positions within the request's GPU count (the
+// planner checks them against the step), CPU lists parsed.
+Result<std::vector<FixedTask>> fixed_from_proto(const v1::PlanRequest& proto) {
+  std::vector<FixedTask> fixed;
+  if (proto.fixed_tasks_size() > static_cast<int>(proto.ntasks()))
+    return make_error("fixed_tasks has " + std::to_string(proto.fixed_tasks_size()) +
+                      " entries for " + std::to_string(proto.ntasks()) + " tasks");
+  fixed.reserve(proto.fixed_tasks_size());
+  for (const v1::FixedTask& in : proto.fixed_tasks()) {
+    FixedTask& task = fixed.emplace_back();
+    if (in.gpus_size() > kMaxGpus)
+      return make_error("a fixed task lists more than " + std::to_string(kMaxGpus) + " GPUs");
+    for (uint32_t g : in.gpus()) {
+      if (g >= static_cast<uint32_t>(kMaxGpus))
+        return make_error("fixed GPU " + std::to_string(g) + " is out of range");
+      task.gpus.push_back(static_cast<int>(g));
+    }
+    if (in.cpus().size() > kMaxCpuListBytes)
+      return make_error("a fixed task's cpus exceed " + std::to_string(kMaxCpuListBytes) +
+                        " bytes");
+    if (!in.cpus().empty()) {
+      auto cpus = CpuSet::parse_list(in.cpus());
+      if (!cpus) return make_error("fixed task cpus: " + cpus.error().message);
+      task.cpus = std::move(*cpus);
+    }
+  }
+  return fixed;
+}
+
 }  // namespace
 
 Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
@@ -164,6 +193,15 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.ze_hierarchy = proto.ze_hierarchy() == v1::ZE_HIERARCHY_COMPOSITE
                              ? ZeHierarchy::kComposite
                              : ZeHierarchy::kFlat;
+  auto fixed = fixed_from_proto(proto);
+  if (!fixed) return fixed.error();
+  request.fixed = std::move(*fixed);
+  if (proto.has_inherited_hip_visible_devices()) {
+    if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
+      return make_error("inherited_hip_visible_devices exceeds " +
+                        std::to_string(kMaxCpuListBytes) + " bytes");
+    request.inherited_hip_visible_devices = proto.inherited_hip_visible_devices();
+  }
   return request;
 }
 
@@ -199,6 +237,14 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   proto.set_ze_hierarchy(request.ze_hierarchy == ZeHierarchy::kComposite
                              ? v1::ZE_HIERARCHY_COMPOSITE
                              : v1::ZE_HIERARCHY_FLAT);
+  for (const FixedTask& task : request.fixed) {
+    v1::FixedTask* out = proto.add_fixed_tasks();
+    for (int g : task.gpus)
+      out->add_gpus(static_cast<uint32_t>(std::max(g, 0)));
+    if (task.cpus) out->set_cpus(task.cpus->to_list());
+  }
+  if (request.inherited_hip_visible_devices)
+    proto.set_inherited_hip_visible_devices(*request.inherited_hip_visible_devices);
   return proto;
 }
 
@@ -224,6 +270,11 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     plan.tasks.push_back(std::move(task));
   }
   plan.warnings.assign(proto.warnings().begin(), proto.warnings().end());
+  for (const v1::GpuPlace& in : proto.gpu_places()) {
+    GpuPlace& place = plan.gpu_places.emplace_back();
+    place.node_index = static_cast<int>(in.node_index());
+    if (auto cpus = CpuSet::parse_list(in.cpus())) place.cpus = *cpus;
+  }
   return plan;
 }
 

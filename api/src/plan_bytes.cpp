@@ -155,6 +155,14 @@ std::string serialize_plan(const Plan& plan, const Topology* topology,
   w.unsigned_field(F::kPolicyGenerationFieldNumber, fields.policy_generation);
   w.unsigned_field(F::kTopologyGenerationFieldNumber, fields.topology_generation);
   w.string_field(F::kHostnameFieldNumber, fields.hostname);
+  std::string place;
+  for (const GpuPlace& gpu : plan.gpu_places) {
+    place.clear();
+    Writer p(place);
+    p.unsigned_field(v1::GpuPlace::kNodeIndexFieldNumber, static_cast<uint32_t>(gpu.node_index));
+    p.string_field(v1::GpuPlace::kCpusFieldNumber, gpu.cpus.to_list());
+    w.element_field(F::kGpuPlacesFieldNumber, place);
+  }
   return out;
 }
 

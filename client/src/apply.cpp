@@ -44,6 +44,7 @@ Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyO
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {
     if (var.only_if_unset && env.get(var.name)) continue;
+    if (!options.set_gpu_visibility && is_gpu_visibility_var(var.name)) continue;
     if (env.set(var.name, var.value)) set.emplace_back(var.name, var.value);
   }
   env.set(kSetRecordVar, record_of_set_vars(set));

@@ -61,6 +61,11 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
   request.unplaced_gpus = std::move(gpus.unplaced);
   request.unplaced_slurm_indices = std::move(gpus.unplaced_slurm_indices);
   built.warning = std::move(gpus.warning);
+  // The user's HIP_VISIBLE_DEVICES counts the step's GPUs: the plan rewrites it per task.
+  if (const auto hip = env("HIP_VISIBLE_DEVICES"); slurm_listed && hip) {
+    request.hip_inherited = true;
+    request.inherited_hip = *hip;
+  }
   request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
   request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");
   request.tasks_per_gpu = count_from_env(env, "SLURM_NTASKS_PER_GPU");

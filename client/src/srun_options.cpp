@@ -3,31 +3,11 @@
 #include <algorithm>
 
 #include "gpubind/parse.h"
+#include "gpubind/slurm_words.h"
 
 namespace gpubind::client {
 
-namespace {
-
-// "verbose,cores" -> "cores"; "quiet" -> "".
-std::string without_verbosity(const std::string& value) {
-  std::string kept;
-  size_t start = 0;
-  while (start <= value.size()) {
-    const size_t end = std::min(value.find(',', start), value.size());
-    const std::string word = value.substr(start, end - start);
-    if (!word.empty() && word != "verbose" && word != "quiet" && word != "v" && word != "q")
-      kept += (kept.empty() ? "" : ",") + word;
-    // A list (map_cpu:0,1) keeps its commas: the rest of the text belongs to it.
-    if (word.find(':') != std::string::npos) {
-      kept += value.substr(end);
-      break;
-    }
-    start = end + 1;
-  }
-  return kept;
-}
-
-}  // namespace
+using slurm::without_verbosity;
 
 ExplicitBinding explicit_binding(const std::vector<std::string>& launcher_options) {
   ExplicitBinding found;

@@ -121,10 +121,9 @@ int count_from_env(const EnvLookup& env, const std::string& name) {
 }
 
 std::string ze_hierarchy_from_env(const EnvLookup& env) {
-  std::string value = env("ZE_FLAT_DEVICE_HIERARCHY").value_or("");
-  std::transform(value.begin(), value.end(), value.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return value == "COMPOSITE" ? "composite" : "";
+  // Level Zero compares the value exactly (compute-runtime's strcmp with "COMPOSITE"): any other
+  // spelling, "composite" included, leaves it in FLAT, and so does the plan.
+  return env("ZE_FLAT_DEVICE_HIERARCHY") == "COMPOSITE" ? "composite" : "";
 }
 
 namespace {

@@ -32,6 +32,8 @@ const char* gpu_reason_name(GpuReason reason) {
       return "least-loaded";
     case GpuReason::kUnplaced:
       return "unplaced";
+    case GpuReason::kFixed:
+      return "fixed";
   }
   return "rank-order";
 }
@@ -50,6 +52,8 @@ const char* core_source_name(CoreSource source) {
       return "from-richer";
     case CoreSource::kShared:
       return "shared";
+    case CoreSource::kFixed:
+      return "fixed";
   }
   return "gpu-domain";
 }

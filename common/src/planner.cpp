@@ -84,27 +84,36 @@ Result<Plan> Planner::run() {
   if (auto s = check_request(); !s) return s.error();
   if (auto s = find_usable_cores(); !s) return s.error();
   if (auto s = resolve_step_gpus(); !s) return s.error();
+  if (auto s = check_fixed(); !s) return s.error();
   find_gpu_domains();
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
+  // Fixed GPUs: cores follow them (order=gpu's way). Fixed CPUs: GPUs follow them (order=cpu's).
+  if (fixed_gpus_) order_ = Order::kGpu;
+  if (fixed_cpus_ && !fixed_gpus_) order_ = Order::kCpu;
   if (step_gpus_.empty()) {
     if (explain_ && order_ != Order::kCpu) explain_->order_from = OrderFrom::kNoGpus;
     order_ = Order::kCpu;
   }
   if (explain_) explain_->order = order_;
 
-  if (order_ == Order::kGpu) {
+  if (fixed_gpus_) {
+    take_fixed_gpus();
+  } else if (order_ == Order::kGpu) {
     assign_gpus_by_rank();
-    assign_cores();
+  }
+  if (fixed_cpus_) {
+    take_fixed_cores();
   } else {
     assign_cores();
-    if (!step_gpus_.empty()) assign_gpus_by_cores();
   }
+  if (order_ == Order::kCpu && !fixed_gpus_ && !step_gpus_.empty()) assign_gpus_by_cores();
   build_task_plans();
   hand_out_unplaced_gpus();
-  if (order_ == Order::kGpu) warn_tasks_far_from_gpus();
+  if (order_ == Order::kGpu || fixed_cpus_) warn_tasks_far_from_gpus();
   assign_nics();
   warn_shared_gpus();
+  list_gpu_places();
   render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings, explain_);
   if (explain_) finish_explanation();
   return std::move(plan_);
@@ -130,6 +139,7 @@ void Planner::build_task_plans() {
     }
     // Distinct: a task may hold single threads of its cores (units of one core are adjacent).
     plan.ncores = static_cast<int>(std::unique(cores.begin(), cores.end()) - cores.begin());
+    if (fixed_cpus_) keep_fixed_cpus(task, plan);
     // Memory goes to the first GPU's NUMA node (and L3) when the task has cores there, even if
     // its spare cores lie mostly elsewhere.
     const Locality* gpu = task_gpus_[task].empty() ? nullptr : &gpu_locality(task_gpus_[task][0]);

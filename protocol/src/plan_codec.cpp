@@ -70,6 +70,26 @@ bool write_gpus_by_pci(pb_ostream_t* stream, const pb_field_iter_t* field, void*
   return true;
 }
 
+// A string written even when empty: presence says something (an inherited variable set empty).
+bool write_present_string(pb_ostream_t* stream, const pb_field_iter_t* field, void* const* arg) {
+  const auto* text = static_cast<const std::string*>(*arg);
+  return pb_encode_tag_for_field(stream, field) &&
+         pb_encode_string(stream, reinterpret_cast<const pb_byte_t*>(text->data()), text->size());
+}
+
+bool write_fixed_tasks(pb_ostream_t* stream, const pb_field_iter_t* field, void* const* arg) {
+  for (const FixedTask& task : *static_cast<const std::vector<FixedTask>*>(*arg)) {
+    gpubind_v1_FixedTask message = gpubind_v1_FixedTask_init_zero;
+    message.gpus.funcs.encode = write_numbers;
+    message.gpus.arg = const_cast<std::vector<int>*>(&task.gpus);
+    message.cpus = writes(task.cpus);
+    if (!pb_encode_tag_for_field(stream, field) ||
+        !pb_encode_submessage(stream, gpubind_v1_FixedTask_fields, &message))
+      return false;
+  }
+  return true;
+}
+
 // Decoding: callbacks that read one field into the value `arg` points at.
 bool read_string(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   auto* text = static_cast<std::string*>(*arg);
@@ -117,6 +137,15 @@ bool read_task_gpu(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   return true;
 }
 
+bool read_gpu_place(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
+  GpuPlace& place = static_cast<std::vector<GpuPlace>*>(*arg)->emplace_back();
+  gpubind_v1_GpuPlace message = gpubind_v1_GpuPlace_init_zero;
+  message.cpus = reads(place.cpus);
+  if (!pb_decode(stream, gpubind_v1_GpuPlace_fields, &message)) return false;
+  place.node_index = static_cast<int>(message.node_index);
+  return true;
+}
+
 bool read_task(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   TaskBinding& task = static_cast<std::vector<TaskBinding>*>(*arg)->emplace_back();
   gpubind_v1_TaskPlan message = gpubind_v1_TaskPlan_init_zero;
@@ -149,6 +178,12 @@ Status check_request(const StepRequest& r) {
     return make_error("a oneCCL count of the step is negative");
   if (!r.ze_hierarchy.empty() && r.ze_hierarchy != "flat" && r.ze_hierarchy != "composite")
     return make_error("ze_hierarchy '" + r.ze_hierarchy + "': expected flat or composite");
+  if (!r.fixed.empty() && static_cast<int>(r.fixed.size()) != r.ntasks)
+    return make_error("fixed bindings for " + std::to_string(r.fixed.size()) + " of " +
+                      std::to_string(r.ntasks) + " tasks");
+  for (const FixedTask& task : r.fixed)
+    for (int g : task.gpus)
+      if (g < 0) return make_error("fixed GPU " + std::to_string(g) + " is negative");
   return Ok{};
 }
 
@@ -195,6 +230,12 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.ccl_worker_count = static_cast<uint32_t>(r.ccl_worker_count);
   message.ccl_process_launcher = writes(r.ccl_process_launcher);
   message.ccl_local_size = static_cast<uint32_t>(r.ccl_local_size);
+  message.fixed_tasks.funcs.encode = write_fixed_tasks;
+  message.fixed_tasks.arg = const_cast<std::vector<FixedTask>*>(&r.fixed);
+  if (r.hip_inherited) {
+    message.inherited_hip_visible_devices.funcs.encode = write_present_string;
+    message.inherited_hip_visible_devices.arg = const_cast<std::string*>(&r.inherited_hip);
+  }
   size_t size = 0;
   if (!pb_get_encoded_size(&size, gpubind_v1_PlanRequest_fields, &message))
     return make_error("step request: cannot be encoded");
@@ -212,6 +253,8 @@ Result<StepPlan> decode_plan(const std::string& bytes) {
   message.tasks.arg = &plan.tasks;
   message.warnings.funcs.decode = read_warning;
   message.warnings.arg = &plan.warnings;
+  message.gpu_places.funcs.decode = read_gpu_place;
+  message.gpu_places.arg = &plan.gpu_places;
   pb_istream_t stream =
       pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
   if (!pb_decode(&stream, gpubind_v1_PlanResponse_fields, &message))

@@ -231,7 +231,8 @@ TEST(StepEnv, ZeHierarchyFromTheTasksEnvironment) {
     });
   };
   EXPECT_EQ(with("COMPOSITE"), "composite");
-  EXPECT_EQ(with("composite"), "composite");
+  // Level Zero compares exactly (strcmp with "COMPOSITE"): lower case stays FLAT.
+  EXPECT_EQ(with("composite"), "");
   EXPECT_EQ(with("FLAT"), "");
   EXPECT_EQ(with("COMBINED"), "");
   EXPECT_EQ(with(std::nullopt), "");

@@ -73,6 +73,9 @@ v1::PlanRequest full_request() {
   fill_every_field(request);
   request.set_allowed_cpus("2-5,9");
   request.set_allowed_cores("1-3");
+  request.set_ntasks(static_cast<uint32_t>(request.fixed_tasks_size()));  // one per task
+  for (v1::FixedTask& task : *request.mutable_fixed_tasks())
+    task.set_cpus("2-3");
   return request;
 }
 
@@ -124,6 +127,14 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
   r.ccl_worker_count = static_cast<int>(p.ccl_worker_count());
   r.ccl_process_launcher = p.ccl_process_launcher();
   r.ccl_local_size = static_cast<int>(p.ccl_local_size());
+  for (const v1::FixedTask& task : p.fixed_tasks()) {
+    protocol::FixedTask& fixed = r.fixed.emplace_back();
+    for (uint32_t g : task.gpus())
+      fixed.gpus.push_back(static_cast<int>(g));
+    fixed.cpus = task.cpus();
+  }
+  r.hip_inherited = p.has_inherited_hip_visible_devices();
+  r.inherited_hip = p.inherited_hip_visible_devices();
   return r;
 }
 
@@ -197,6 +208,8 @@ v1::PlanResponse full_answer(const Topology& node) {
       gpu.set_locality(describe_locality(node.gpus.at(gpu.node_index()).locality));
     }
   }
+  for (v1::GpuPlace& place : *answer.mutable_gpu_places())
+    place.set_cpus(cpus[t++ % 2]);
   return answer;
 }
 
@@ -230,6 +243,11 @@ v1::PlanResponse as_answer(const protocol::StepPlan& plan) {
   v1::PlanResponse answer;
   for (const std::string& warning : plan.warnings)
     answer.add_warnings(warning);
+  for (const protocol::GpuPlace& in : plan.gpu_places) {
+    v1::GpuPlace& place = *answer.add_gpu_places();
+    place.set_node_index(static_cast<uint32_t>(in.node_index));
+    place.set_cpus(in.cpus);
+  }
   for (const protocol::TaskBinding& in : plan.tasks) {
     v1::TaskPlan& task = *answer.add_tasks();
     task.set_rank(static_cast<uint32_t>(in.rank));
@@ -312,6 +330,8 @@ constexpr Omission kPlanJsonOmits[] = {
     {"gpubind.v1.PlanResponse.cached", "how the daemon answered, not the plan"},
     {"gpubind.v1.TaskGpu.locality",
      "a plan names no localities without its topology (gpubindctl topology, plan --svg)"},
+    {"gpubind.v1.PlanResponse.gpu_places",
+     "the launch side's check of Slurm's closest/single; gpubindctl topology shows localities"},
 };
 // tools/output: plan_to_json (gpubindctl plan --json) of the plan the client reads, whose keys are
 // binder.proto's names.

@@ -15,6 +15,8 @@
 #include "gpubind/output/explain_format.h"
 #include "gpubind/policy_loader.h"
 #include "gpubind/protocol/client.h"
+#include "gpubind/slurm_words.h"
+#include <algorithm>
 
 namespace gpubind::cli {
 namespace {
@@ -36,11 +38,26 @@ PolicyLines lines_of(const std::optional<std::string>& policy_file) {
   return in ? policy_field_lines(text.str()) : PolicyLines{};
 }
 
-Result<Explained> explain_offline(const Args& args, const PlanRequest& request) {
+Status fix_slurm_gpus(const Topology& topology, PlanRequest& request, std::string binding);
+
+// The request with Slurm's per-task GPU binding, where --slurm-gpu-bind gives one, as the
+// planner takes it.
+Result<PlanRequest> with_slurm_choice(const Args& args, const Topology& topology,
+                                      PlanRequest request) {
+  if (const auto binding = args.get("slurm-gpu-bind")) {
+    if (auto fixed = fix_slurm_gpus(topology, request, *binding); !fixed)
+      return Error{fixed.error().message, true};
+  }
+  return request;
+}
+
+Result<Explained> explain_offline(const Args& args, const PlanRequest& asked) {
   auto node = load_offline(args);
   if (!node) return node.error();
+  auto request = with_slurm_choice(args, node->topology, asked);
+  if (!request) return request.error();
   Explained out;
-  auto planned = make_plan(node->topology, node->policy, request, out.explanation);
+  auto planned = make_plan(node->topology, node->policy, *request, out.explanation);
   if (!planned) return Error{"cannot plan: " + planned.error().message, true};
   out.topology = std::move(node->topology);
   out.plan = std::move(*planned);
@@ -69,7 +86,7 @@ std::string first_difference(const Plan& mine, const Plan& daemons) {
 
 // The daemon's topology and policy file, planned here; the daemon's own answer must agree, so
 // what is explained is what its tasks get.
-Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& request) {
+Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& asked) {
   auto access = daemon_access(args);
   if (!access) return access.error();
   client::BinderClient client(access->socket);
@@ -77,6 +94,9 @@ Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& reque
   if (!status) return status.error();
   auto node = client.topology(access->timeout);
   if (!node) return node.error();
+  auto fixed_request = with_slurm_choice(args, node->topology, asked);
+  if (!fixed_request) return fixed_request.error();
+  const PlanRequest& request = *fixed_request;
   SitePolicy policy;
   Explained out;
   if (status->policy_source != SitePolicy{}.source) {
@@ -102,100 +122,40 @@ Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& reque
   return out;
 }
 
-// The step's GPUs as (node index, the step's token): what the plugin's step table holds.
-std::vector<std::pair<int, std::string>> step_table(const Topology& topology,
-                                                    const PlanRequest& request) {
-  std::vector<std::pair<int, std::string>> table;
-  if (!request.gpus) {
-    for (size_t g = 0; g < topology.gpus.size(); ++g)
-      table.emplace_back(static_cast<int>(g), std::to_string(g));
-    return table;
-  }
-  for (const StepGpu& gpu : *request.gpus)  // --gpus names node indices
-    table.emplace_back(gpu.node_index, gpu.token);
-  return table;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items)
-    out += (out.empty() ? "" : ",") + item;
-  return out;
-}
-
-// What explain says of a task whose GPUs Slurm chose: the binding the plugin keeps for it.
-SlurmGpuChoice kept_choice(const client::KeptBinding& kept) {
-  using Basis = client::KeptBinding::Basis;
-  SlurmGpuChoice out;
-  // No binding kept (no plan to take cores from): the plugin then applies the plan as it is.
-  out.basis = kept.basis == Basis::kSameGpus        ? SlurmGpuChoice::Basis::kSameGpus
-              : kept.basis == Basis::kSomeOfItsGpus ? SlurmGpuChoice::Basis::kSomeOfItsGpus
-              : kept.basis == Basis::kOwnTask       ? SlurmGpuChoice::Basis::kOwnTask
-                                                    : SlurmGpuChoice::Basis::kStepGpus;
-  out.gpus = kept.task.tokens;
-  for (const auto& var : kept.task.env)
-    if (var.name == "GPUBIND_GPU_PCI") out.gpu_pci = var.value;
-  out.planned_rank = kept.planned_rank;
-  out.cpus = kept.task.cpus;
-  out.nics = kept.task.nic_names;
-  out.may_share = kept.cores_may_be_shared;
-  return out;
-}
-
-// Each task under Slurm's per-task GPU binding `binding` (--gpu-bind's map_gpu, mask_gpu or
-// per_task), through the plugin's own functions: Slurm's GPUs for each task as slurmstepd lists
-// them (SLURM_STEP_GPUS by node index, as without ConstrainDevices), then the binding the
-// plugin keeps for it. closest and single depend on the CPUs Slurm binds each task to, which
-// only the running step knows.
-Result<std::vector<SlurmGpuChoice>> slurm_choices(const Explained& e, const PlanRequest& request,
-                                                  std::string binding) {
-  // srun's --gpu-bind=verbose,map_gpu:... : verbose only makes Slurm say it.
-  if (binding.rfind("verbose,", 0) == 0) binding.erase(0, 8);
-  const std::string kind = binding.substr(0, binding.find(':'));
-  if (kind == "closest" || kind == "single") {
+// Slurm's per-task GPU binding `binding` (--gpu-bind's map_gpu, mask_gpu or per_task) as what
+// it is to the planner: each task's GPUs fixed before planning, as the plugin's request carries
+// them (client::add_facts). closest and single depend on the CPUs Slurm binds each task to,
+// which only the running step knows.
+Status fix_slurm_gpus(const Topology& topology, PlanRequest& request, std::string binding) {
+  binding = slurm::without_verbosity(binding);
+  if (client::gpus_chosen_by_cpus(binding)) {
     return make_error("--slurm-gpu-bind " + binding +
                       ": Slurm chooses by the CPUs it binds each task to, which only the running "
                       "step knows (srun --gpu-bind-auto=verbose shows what it kept)");
   }
-  const auto table = step_table(e.topology, request);
   std::vector<int> step_gpus;
-  for (const auto& entry : table)
-    step_gpus.push_back(entry.first);
+  if (request.gpus) {
+    for (const StepGpu& gpu : *request.gpus)  // --gpus names node indices
+      step_gpus.push_back(gpu.node_index);
+  } else {
+    for (size_t g = 0; g < topology.gpus.size(); ++g)
+      step_gpus.push_back(static_cast<int>(g));
+  }
   if (step_gpus.empty()) return make_error("--slurm-gpu-bind: the step has no GPUs");
-  const int ntasks = static_cast<int>(e.plan.tasks.size());
-  const auto map = client::slurm_gpu_map(binding, step_gpus, ntasks);
+  const auto map = client::slurm_gpu_map(binding, step_gpus, request.ntasks);
   if (!map) {
     return make_error("--slurm-gpu-bind: cannot read '" + binding +
                       "' (map_gpu:LIST, mask_gpu:LIST or per_task:N, as srun --gpu-bind takes, "
                       "naming GPUs of the step)");
   }
-  // The plan as the plugin holds it: the daemon's answer bytes, decoded by the plugin's codec.
-  auto step_plan = protocol::decode_plan(api::serialize_plan(e.plan, &e.topology, {}));
-  if (!step_plan) return step_plan.error();
-  std::vector<SlurmGpuChoice> choices;
-  for (int task = 0; task < ntasks; ++task) {
-    std::vector<std::string> indices, tokens;
+  request.fixed.assign(map->size(), {});
+  for (size_t task = 0; task < map->size(); ++task) {
     for (int gpu : (*map)[task]) {
-      indices.push_back(std::to_string(gpu));
-      for (const auto& [index, token] : table)
-        if (index == gpu) tokens.push_back(token);
+      const auto at = std::find(step_gpus.begin(), step_gpus.end(), gpu);
+      request.fixed[task].gpus.push_back(static_cast<int>(at - step_gpus.begin()));
     }
-    const std::string listed = joined(indices);
-    const client::EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
-      if (name == "SLURM_STEP_GPUS") return listed;
-      if (name == "SLURMD_TRES_BIND") return "gres/gpu:" + binding;
-      return std::nullopt;
-    };
-    const auto choice = client::slurm_task_gpus(env, step_gpus, task, ntasks, *step_plan, "");
-    SlurmGpuChoice out;
-    if (choice) {
-      out = kept_choice(client::keep_slurm_gpus(*step_plan, table, *choice, task, joined(tokens)));
-    }
-    out.rank = task;
-    out.binding = binding;
-    choices.push_back(std::move(out));
   }
-  return choices;
+  return Ok{};
 }
 
 }  // namespace
@@ -220,12 +180,7 @@ int run_explain(const Args& args) {
                             explained.error(), bad_input ? kExitBadInput : kExitFailed);
   }
   const Explained& e = *explained;
-  std::vector<SlurmGpuChoice> slurm;
-  if (const auto binding = args.get("slurm-gpu-bind")) {
-    auto choices = slurm_choices(e, *request, *binding);
-    if (!choices) return fail(choices.error().message, kExitBadInput);
-    slurm = std::move(*choices);
-  }
+  const std::vector<SlurmGpuChoice> slurm;  // Slurm's choice is planned, explained as such
   std::cout << (args.has("json") ? explain_to_json(e.topology, e.plan, e.explanation, rank,
                                                    e.policy_lines, slurm)
                                  : explain_to_text(e.topology, e.plan, e.explanation, rank,

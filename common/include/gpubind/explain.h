@@ -24,6 +24,7 @@ enum class GpuReason {
   kNearest,      // order=cpu: none of its cores lie in a free GPU's domain; the nearest with room
   kLeastLoaded,  // order=cpu: no GPU it lacked had room left; the least loaded one
   kUnplaced,     // a token the node cannot place (MIG, UUID): handed out in step order
+  kFixed,        // given to the task before planning (Slurm's map_gpu, mask_gpu, per_task)
 };
 const char* gpu_reason_name(GpuReason reason);  // "rank-order", "core-share", ...
 
@@ -44,6 +45,7 @@ enum class CoreSource {
   kSpill,       // cpus-per-task beyond its domain's share, from the nearest free L3
   kFromRicher,  // it had none: the task holding most cores gave up one
   kShared,      // more tasks than hardware threads: a core shared with other tasks
+  kFixed,       // bound before planning (an explicit --cpu-bind list): kept as given
 };
 const char* core_source_name(CoreSource source);  // "gpu-domain", "node-share", ...
 

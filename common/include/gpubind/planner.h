@@ -33,6 +33,19 @@ struct StepGpu {
 
 enum class ZeHierarchy { kFlat, kComposite };
 
+// What Slurm, the launcher or the user fixed for one task before gpubind planned it: kept as
+// given, and everything else (NICs, the other tasks, spare cores, every variable) placed and
+// rendered around it.
+struct FixedTask {
+  // Positions in the step's GPU list: the GPUs its launcher gave it (Slurm's map_gpu, mask_gpu,
+  // per_task). Empty: not fixed. Whoever chose them named them to the task in its own numbering
+  // (under ConstrainDevices Slurm counts a task's devices from 0), so the plan sets no variable
+  // naming GPUs for such a task.
+  std::vector<int> gpus;
+  // The CPUs it is bound to (an explicit --cpu-bind list); nullopt: not fixed.
+  std::optional<CpuSet> cpus;
+};
+
 struct PlanRequest {
   int ntasks = 1;
   std::optional<CpuSet> allowed_cpus;  // the step's CPUs; nullopt = the whole node
@@ -66,6 +79,13 @@ struct PlanRequest {
     std::string launcher;  // CCL_PROCESS_LAUNCHER, "" = unset
     int local_size = 0;    // CCL_LOCAL_SIZE (launcher "none"), 0 = unset
   } ccl;
+  // Per task (index: local rank), what was fixed before planning: empty, or one per task, GPUs
+  // fixed for every task or none, CPUs likewise.
+  std::vector<FixedTask> fixed;
+  // The HIP_VISIBLE_DEVICES the tasks inherit (a batch script's export), unset: nullopt. HIP
+  // reads it as indices into the list ROCR_VISIBLE_DEVICES leaves, so the plan rewrites it for
+  // each AMD task as positions in that task's narrowed list.
+  std::optional<std::string> inherited_hip_visible_devices;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).
@@ -99,9 +119,17 @@ struct TaskPlan {
   EnvList env;
 };
 
+// One GPU of the step and the CPUs of its domain (its locality), as data: what the launch side
+// needs to tell which GPUs Slurm's closest/single gave a task by its CPUs.
+struct GpuPlace {
+  int node_index = 0;
+  CpuSet cpus;
+};
+
 struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<std::string> warnings;
+  std::vector<GpuPlace> gpu_places;  // the step's placed GPUs, in step order
 };
 
 // Fails (with a message naming the fault) on bad requests: no tasks or more than kMaxTasks

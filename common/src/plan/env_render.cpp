@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "gpubind/env.h"
+#include "gpubind/parse.h"
 #include "plan_arena.h"
 
 namespace gpubind {
@@ -458,22 +459,60 @@ SmallVector<Vendor, kVendorCount> vendors_of(const Topology& topology) {
 
 // Each vendor's GPU variables for its own GPUs of the task; on a node with GPUs of several
 // vendors, the visibility variables of the others emptied, and HIP kept off NVIDIA's list.
+// A task's GPUs its launcher fixed are named to it by the launcher, in the task's own numbering:
+// the plan names none of them (PlanRequest::fixed).
+bool names_gpus(const PlanRequest& request) {
+  return request.gpu_env && (request.fixed.empty() || request.fixed[0].gpus.empty());
+}
+
+// The user's inherited HIP_VISIBLE_DEVICES for an AMD task: HIP counts its entries in the list
+// ROCR_VISIBLE_DEVICES leaves, and the inherited entries count the step's GPUs, so each entry
+// naming one of the task's GPUs becomes that GPU's position in the task's list, the others go.
+// nullopt where an entry is not an index of the step's list (left as the user set it).
+std::optional<std::string> narrowed_hip_list(const TaskPlan& task, const std::string& inherited,
+                                             int step_gpus) {
+  std::string out;
+  for (size_t begin = 0; begin <= inherited.size();) {
+    const size_t comma = std::min(inherited.find(',', begin), inherited.size());
+    const std::string_view entry = std::string_view(inherited).substr(begin, comma - begin);
+    begin = comma + 1;
+    const auto index = parse_whole_number(entry, 0, step_gpus - 1);
+    if (!index) return std::nullopt;
+    int position = 0;
+    for (const TaskGpu& gpu : task.gpus) {
+      if (gpu.vendor != Vendor::kAmd) continue;
+      if (gpu.step_index == *index) {
+        out += (out.empty() ? "" : ",") + std::to_string(position);
+        break;
+      }
+      ++position;
+    }
+  }
+  return out;
+}
+
 void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
                     const SmallVector<Vendor, kVendorCount>& node_vendors, CompiledGroup& gpu_env,
-                    TaskPlaceholders& values, EnvList& env) {
+                    TaskPlaceholders& values, int step_gpus, EnvList& env) {
   const SmallVector<Vendor, kVendorCount> mine = vendors_of(task);
+  const bool naming = names_gpus(request);
   if (mine.size() == 1) {
-    gpu_env.append(vendor_name(mine[0]), values, env, request.gpu_env);
+    gpu_env.append(vendor_name(mine[0]), values, env, naming);
   } else {
     // Each vendor's templates with its own GPUs, then those for every task with all of them.
     for (Vendor vendor : mine) {
       values.select_vendor(vendor);
-      gpu_env.append(vendor_name(vendor), values, env, request.gpu_env, true);
+      gpu_env.append(vendor_name(vendor), values, env, naming, true);
     }
     values.select_vendor(std::nullopt);
-    gpu_env.append("", values, env, request.gpu_env);
+    gpu_env.append("", values, env, naming);
   }
-  if (request.gpu_env && node_vendors.size() > 1) {
+  const bool amd = std::find(mine.begin(), mine.end(), Vendor::kAmd) != mine.end();
+  if (request.gpu_env && amd && request.inherited_hip_visible_devices) {
+    if (auto hip = narrowed_hip_list(task, *request.inherited_hip_visible_devices, step_gpus))
+      env.add("HIP_VISIBLE_DEVICES", *hip);
+  }
+  if (naming && node_vendors.size() > 1) {
     auto has = [&](Vendor v) { return std::find(mine.begin(), mine.end(), v) != mine.end(); };
     for (Vendor vendor : node_vendors)
       if (!has(vendor)) gpu_env.append_emptied(vendor_name(vendor), env);
@@ -526,6 +565,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
   const SmallVector<Vendor, kVendorCount> node_vendors = vendors_of(topology);
+  const int step_gpus = static_cast<int>(request.gpus ? request.gpus->size() : topology.gpus.size());
   for (TaskPlan& task : tasks) {
     v.start(task);
     EnvList& env = task.env;
@@ -537,7 +577,8 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     const bool nics = request.nic_env && task.nic_index >= 0;
     const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic_index].kind) : "";
     env.reserve(bytes ? bytes + bytes / 4 : 512);
-    if (!task.gpus.empty()) append_gpu_env(task, request, node_vendors, gpu_env, v, env);
+    if (!task.gpus.empty())
+      append_gpu_env(task, request, node_vendors, gpu_env, v, step_gpus, env);
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {

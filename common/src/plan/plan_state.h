@@ -1,6 +1,7 @@
 // What the planner's phases share: the usable cores, places and distances, and the Planner whose
 // state each phase reads and fills in turn. Private to the planner's sources.
 //   planner.cpp          the request check, the phases in order, the task plans
+//   fixed_tasks.cpp      0. what Slurm or the user fixed before planning, kept as given
 //   usable_cores.cpp     1. the step's CPUs minus reserved ones, trimmed to `smt` per core
 //   gpu_names.cpp        2. the step's GPUs: which node GPU each token names, what runtimes call it
 //   gpu_choice.cpp          their domains, GPUs per task
@@ -160,6 +161,13 @@ class Planner {
   void build_task_plans();
   void finish_explanation();
 
+  // fixed_tasks.cpp
+  Status check_fixed();
+  void take_fixed_gpus();
+  void take_fixed_cores();
+  void keep_fixed_cpus(int task, TaskPlan& plan) const;
+  void list_gpu_places();
+
   // usable_cores.cpp
   Status find_usable_cores();
   void explain_reserved(const CpuSet& step, int smt);
@@ -254,6 +262,8 @@ class Planner {
   Scratch<int> usable_pus_;
   Scratch<StepGpu> step_gpus_;
   bool unplaced_ = false;  // the step's GPUs stay tokens (request_.unplaced_gpus), not placed
+  bool fixed_gpus_ = false;  // every task's GPUs were fixed before planning (request_.fixed)
+  bool fixed_cpus_ = false;  // every task's CPUs were
   // Per step GPU, the FLAT device number of its first tile (Level Zero), -1 when not known.
   Scratch<int> flat_first_device_;
   // Per step GPU, its domain: the first step GPU with the same locality CPUs.

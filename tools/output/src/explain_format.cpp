@@ -121,6 +121,9 @@ std::string gpu_text(const PlanExplanation& e, const PolicyLines& lines, const T
       text = "the step names it by a token this node cannot place (" + gpu.token +
              "): handed out in step order, cores not placed near it";
       break;
+    case GpuReason::kFixed:
+      text = "given to the task before planning (Slurm's per-task GPU binding): kept as given";
+      break;
   }
   if (gpu.tile_index >= 0) {
     text += "; its tile " + std::to_string(gpu.tile_index) + " alone";
@@ -154,6 +157,8 @@ std::string core_text(const Topology& topology, const CoreGrant& grant) {
       return "more tasks than hardware threads: a core shared with other tasks, " +
              std::string(grant.nearness == Nearness::kNoAnchor ? "the least loaded, " : "") +
              taken_words(grant.nearness, "its anchor") + " (" + count + ")";
+    case CoreSource::kFixed:
+      return "bound before planning (an explicit CPU binding): kept as given (" + count + ")";
   }
   return count;
 }

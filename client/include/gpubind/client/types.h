@@ -5,6 +5,8 @@
 
 namespace gpubind::client {
 
+using protocol::FixedTask;
+using protocol::GpuPlace;
 using protocol::StepPlan;
 using protocol::StepRequest;
 using protocol::TaskBinding;

@@ -10,6 +10,13 @@
 
 namespace gpubind::protocol {
 
+// What Slurm or the user fixed for one task before planning (binder.proto's FixedTask).
+struct FixedTask {
+  std::vector<int> gpus;  // positions in the request's GPU list; empty = not fixed
+  std::string cpus;       // cpu list; empty = not fixed
+  bool operator==(const FixedTask&) const = default;
+};
+
 struct StepRequest {
   uint64_t job_id = 0, step_id = 0;
   int ntasks = 1;
@@ -30,6 +37,10 @@ struct StepRequest {
   int ccl_worker_count = 0;
   std::string ccl_process_launcher;
   int ccl_local_size = 0;
+  std::vector<FixedTask> fixed;  // empty, or one per task
+  // The HIP_VISIBLE_DEVICES the tasks inherit, where set (even empty).
+  bool hip_inherited = false;
+  std::string inherited_hip;
 };
 
 struct TaskEnv {
@@ -54,10 +65,17 @@ struct TaskBinding {
   std::vector<TaskEnv> env;
 };
 
+// One GPU of the step and its domain's CPUs (binder.proto's GpuPlace).
+struct GpuPlace {
+  int node_index = 0;
+  std::string cpus;
+};
+
 struct StepPlan {
   std::string source;  // who planned: "daemon" or "fallback" (set by the caller)
   std::vector<std::string> warnings;
   std::vector<TaskBinding> tasks;
+  std::vector<GpuPlace> gpu_places;  // empty from daemons before it
 };
 
 }  // namespace gpubind::protocol
