@@ -275,6 +275,7 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     place.node_index = static_cast<int>(in.node_index());
     if (auto cpus = CpuSet::parse_list(in.cpus())) place.cpus = *cpus;
   }
+  plan.fixed_kept = proto.fixed_kept();
   return plan;
 }
 

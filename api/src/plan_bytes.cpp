@@ -163,6 +163,7 @@ std::string serialize_plan(const Plan& plan, const Topology* topology,
     p.string_field(v1::GpuPlace::kCpusFieldNumber, gpu.cpus.to_list());
     w.element_field(F::kGpuPlacesFieldNumber, place);
   }
+  w.unsigned_field(F::kFixedKeptFieldNumber, plan.fixed_kept ? 1 : 0);
   return out;
 }
 

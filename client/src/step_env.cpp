@@ -35,12 +35,9 @@ std::optional<int> to_index(const std::string& text) {
 }  // namespace
 
 // Slurm never sets HIP_VISIBLE_DEVICES: one in the task is the user's (or the plan's).
-constexpr const char* kSlurmVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                                "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
-
 std::optional<EnvEntry> slurm_visibility_var(const EnvLookup& env) {
-  for (const char* name : kSlurmVisibilityVars)
-    if (auto value = env(name)) return EnvEntry{name, *value};
+  for (const std::string_view name : slurm_visibility_vars())
+    if (auto value = env(std::string(name))) return EnvEntry{std::string(name), *value};
   return std::nullopt;
 }
 
@@ -145,9 +142,6 @@ std::optional<std::string> positions_in_primary(const EnvLookup& task_env, const
   return positions;
 }
 
-constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                           "ZE_AFFINITY_MASK", "HIP_VISIBLE_DEVICES",
-                                           "GPU_DEVICE_ORDINAL"};
 
 // FNV-1a: a value's fingerprint in the record, so the record does not repeat the values.
 std::string fingerprint(const std::string& value) {
@@ -161,10 +155,6 @@ std::string fingerprint(const std::string& value) {
 
 }  // namespace
 
-bool is_gpu_visibility_var(const std::string& name) {
-  return std::find(std::begin(kVisibilityVars), std::end(kVisibilityVars), name) !=
-         std::end(kVisibilityVars);
-}
 
 std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set) {
   std::string record;
@@ -212,21 +202,21 @@ std::vector<std::string> stale_binding_vars(const EnvLookup& env) {
 
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task) {
-  const std::string primary = task.vendor == "amd"      ? "ROCR_VISIBLE_DEVICES"
-                              : task.vendor == "intel"  ? "ZE_AFFINITY_MASK"
-                              : task.vendor == "nvidia" ? "CUDA_VISIBLE_DEVICES"
-                                                        : "";
+  const GpuVendorRow* row = gpu_vendor(task.vendor);
   std::vector<VisibilityUpdate> updates;
-  if (primary.empty() || task.gpus.empty()) return updates;
+  if (!row || task.gpus.empty()) return updates;
+  const std::string primary(row->visibility.name);
   const std::optional<std::string> after_primary =
-      task.vendor == "amd" ? positions_in_primary(task_env, task, primary) : std::nullopt;
+      row->read_after[0].name.empty() ? std::nullopt
+                                      : positions_in_primary(task_env, task, primary);
   auto planned = [&](const char* name) {
     return std::any_of(task.env.begin(), task.env.end(),
                        [&](const TaskEnv& var) { return var.name == name; });
   };
-  for (const char* name : kSlurmVisibilityVars) {
-    if (name == primary || !task_env(name) || planned(name)) continue;
-    const bool applied_after_primary = after_primary && std::string(name) != "ZE_AFFINITY_MASK";
+  for (const std::string_view var : slurm_visibility_vars()) {
+    const std::string name(var);
+    if (name == primary || !task_env(name) || planned(name.c_str())) continue;
+    const bool applied_after_primary = after_primary && row->reads_after(name);
     updates.push_back({name, applied_after_primary ? *after_primary : task.tokens});
   }
   return updates;

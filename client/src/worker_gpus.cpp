@@ -4,15 +4,12 @@
 #include <climits>
 #include <set>
 
+#include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 
 namespace gpubind::client {
 namespace {
 
-// The visibility variables a GPU runtime reads first (HIP's own after ROCm's).
-constexpr const char* kVisibilityVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                           "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL",
-                                           "HIP_VISIBLE_DEVICES"};
 
 bool by_recorded_bus_ids(const EnvLookup& env, const std::vector<std::string>& tokens,
                          StepRequest& request) {
@@ -48,8 +45,8 @@ bool as_recorded(const EnvLookup& env, StepRequest& request) {
   if (names.size() != pcis.size() || std::set(pcis.begin(), pcis.end()).size() != pcis.size())
     return false;
   std::vector<std::string> listed;
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}) {
-    for (std::string& token : split_list(env(name).value_or("")))
+  for (const GpuVendorRow& row : gpu_vendor_rows()) {
+    for (std::string& token : split_list(env(std::string(row.visibility.name)).value_or("")))
       listed.push_back(std::move(token));
   }
   std::vector<std::string> sorted_names = names;
@@ -105,11 +102,11 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   // with GPUs of several) only where none does.
   const char* var = nullptr;
   std::optional<std::string> value;
-  for (const char* name : kVisibilityVars) {
-    const auto listed = env(name);
+  for (const std::string_view name : gpu_visibility_vars()) {
+    const auto listed = env(std::string(name));
     if (!listed) continue;
     if (!var || (value->empty() && !listed->empty())) {
-      var = name;
+      var = name.data();
       value = listed;
     }
   }
@@ -130,7 +127,8 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   }
   // HIP renumbers CUDA_VISIBLE_DEVICES within ROCR_VISIBLE_DEVICES (gpubind sets both so): the
   // variable that names the recorded GPUs is the one to read.
-  for (const char* name : kVisibilityVars) {
+  for (const std::string_view var_name : gpu_visibility_vars()) {
+    const char* name = var_name.data();
     const auto listed = env(name);
     if (listed && by_recorded_bus_ids(env, split_list(*listed), request)) {
       out.how = std::string(name) + "=" + *listed + ", by the bus ids gpubind recorded (" +

@@ -89,8 +89,10 @@ Result<Plan> Planner::run() {
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
   // Fixed GPUs: cores follow them (order=gpu's way). Fixed CPUs: GPUs follow them (order=cpu's).
-  if (fixed_gpus_) order_ = Order::kGpu;
-  if (fixed_cpus_ && !fixed_gpus_) order_ = Order::kCpu;
+  if (fixed_gpus_ || fixed_cpus_) {
+    order_ = fixed_gpus_ ? Order::kGpu : Order::kCpu;
+    if (explain_) explain_->order_from = fixed_gpus_ ? OrderFrom::kFixedGpus : OrderFrom::kFixedCpus;
+  }
   if (step_gpus_.empty()) {
     if (explain_ && order_ != Order::kCpu) explain_->order_from = OrderFrom::kNoGpus;
     order_ = Order::kCpu;
@@ -114,7 +116,8 @@ Result<Plan> Planner::run() {
   assign_nics();
   warn_shared_gpus();
   list_gpu_places();
-  render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings, explain_);
+  plan_.fixed_kept = fixed_gpus_ || fixed_cpus_;
+  render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings, explain_, plan_.gpu_places);
   if (explain_) finish_explanation();
   return std::move(plan_);
 }

@@ -259,6 +259,7 @@ Result<StepPlan> decode_plan(const std::string& bytes) {
       pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
   if (!pb_decode(&stream, gpubind_v1_PlanResponse_fields, &message))
     return make_error(std::string("the daemon's answer is not a plan: ") + PB_GET_ERROR(&stream));
+  plan.fixed_kept = message.fixed_kept;
   return plan;
 }
 

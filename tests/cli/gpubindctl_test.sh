@@ -108,78 +108,92 @@ explained() {
     echo "FAIL $1"; head -c 600 "$tmp/explain.json"; echo; failed=$((failed + 1))
   fi
 }
-# Slurm's per-task GPU binding: each task keeps Slurm's GPUs, bound as the planned task holding
-# them (the plugin's own rule); closest and single cannot be told offline.
-check "explain slurm map_gpu line" 0 '^  Slurm +GPU 7 \(0000:de:00.0\) +--gpu-bind=map_gpu:7,6,5,4,3,2,1,0 gives it these GPUs, which gpubind keeps: bound as planned local task 7, which holds the same GPUs: CPUs 41-47, NIC hsn3$' \
+# Slurm's per-task GPU binding is a fact of the request: each task keeps Slurm's GPUs, the
+# planner places its cores and NIC next to them and renders every variable from what each task
+# really runs on; closest and single cannot be told offline.
+check "explain slurm map_gpu line" 0 "^  GPU +7 \(0000:de:00.0\) +given to the task before planning \(Slurm's per-task GPU binding\): kept as given$" \
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --rank 0 --slurm-gpu-bind map_gpu:7,6,5,4,3,2,1,0
 check "explain slurm closest" 2 "--slurm-gpu-bind closest: Slurm chooses by the CPUs it binds each task to" \
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --slurm-gpu-bind closest
 check "explain slurm unreadable" 2 "--slurm-gpu-bind: cannot read 'map_gpu:x'" \
   -- "$ctl" explain "${lumi[@]}" --ntasks 8 --slurm-gpu-bind map_gpu:x
-for case in "8 map_gpu:7,6,5,4,3,2,1,0 same-gpus" "4 per_task:2 same-gpus" "8 mask_gpu:0x3 some-of-its-gpus" \
-  "16 map_gpu:3 same-gpus"; do
-  read -r ntasks binding basis <<<"$case"
-  name="explain slurm $binding, $ntasks tasks: each task bound as a planned task holding its GPUs"
-  "$ctl" plan "${lumi[@]}" --ntasks "$ntasks" --json >"$tmp/plan.json" 2>/dev/null &&
-    "$ctl" explain "${lumi[@]}" --ntasks "$ntasks" --slurm-gpu-bind "$binding" --json >"$tmp/explain.json" 2>&1 &&
-    python3 - "$tmp/plan.json" "$tmp/explain.json" "$basis" <<'PY'
+# Every variable naming CPUs, NICs or ranks agrees with the task's own CPUs, GPUs and NIC:
+# GPUBIND_*, OMP_NUM_THREADS, MPICH_OFI_NIC_MAPPING (local rank -> its NIC), CCL_WORKER_AFFINITY
+# (entry r inside local task r's CPUs); tasks given one GPU split its domain's cores.
+slurm_facts_check() {  # slurm_facts_check TOPOLOGY_JSON EXPLAIN_JSON WANTED_GPUS_JSON
+  python3 - "$@" <<'PY'
 import json, sys
-plan = json.load(open(sys.argv[1]))["tasks"]
+node = json.load(open(sys.argv[1]))
 tasks = json.load(open(sys.argv[2]))["tasks"]
+wanted = json.loads(sys.argv[3])
+nic_index = {n["name"]: n["index"] for n in node["nics"]}
 def cpus(text):
     out = set()
     for part in filter(None, text.split(",")):
         a, _, b = part.partition("-")
         out.update(range(int(a), int(b or a) + 1))
     return out
-pci_of = {g["token"]: g["pci"] for t in plan for g in t["gpus"]}
+seen = {}
 for t in tasks:
-    s = t["slurm"]
-    assert s["basis"] == sys.argv[3], (t["rank"], s)
-    mine = set(s["gpus"].split(","))
-    assert s["gpu_pci"] == ",".join(pci_of[g] for g in s["gpus"].split(",")), s
-    holders = [p for p in plan if mine & {g["token"] for g in p["gpus"]}]
-    if s["basis"] == "same-gpus":
-        base = plan[s["planned_rank"]]
-        assert {g["token"] for g in base["gpus"]} == mine, (t["rank"], s)
-        assert s["cpus"] == base["cpus"] and s["nics"] == (base.get("nic_names") or ""), s
-        given = sum(1 for o in tasks if set(o["slurm"]["gpus"].split(",")) == mine)
-        planned = sum(1 for p in plan if {g["token"] for g in p["gpus"]} == mine)
-        assert s["may_share"] == (given > planned), (t["rank"], s, given, planned)
-    else:
-        assert all({g["token"] for g in p["gpus"]} != mine for p in plan), s
-        assert cpus(s["cpus"]) == set().union(*(cpus(p["cpus"]) for p in holders)), s
-        assert s["may_share"], s
-    assert s["text"].startswith("--gpu-bind=" + s["binding"]), s
+    r, env = t["rank"], {e["name"]: e["value"] for e in t["env"]}
+    gpus = sorted({g["node_index"] for g in t["gpus"]})
+    assert gpus == sorted(wanted[r % len(wanted)]), (r, gpus, wanted[r % len(wanted)])
+    assert all(g["reason"] == "fixed" for g in t["gpus"]), (r, t["gpus"])
+    mine = cpus(t["cpus"])
+    assert env["GPUBIND_CPUS"] == t["cpus"] and env["GPUBIND_LOCAL_RANK"] == str(r), (r, env)
+    assert env["GPUBIND_GPU_PCI"] == ",".join(node["gpus"][g]["pci"] for g in
+                                              [g["node_index"] for g in t["gpus"]]), (r, env)
+    nics = [n["name"] for n in t["nics"]]
+    if nics:
+        assert env["GPUBIND_NIC"] == ",".join(dict.fromkeys(nics)), (r, env, nics)
+    if "MPICH_OFI_NIC_MAPPING" in env:
+        owner = {}
+        for part in env["MPICH_OFI_NIC_MAPPING"].split(";"):
+            nic, _, ranks = part.strip().partition(":")
+            for rank in cpus(ranks):
+                owner[rank] = int(nic)
+        assert owner[r] == nic_index[nics[0]], (r, env["MPICH_OFI_NIC_MAPPING"], nics)
+    if "CCL_WORKER_AFFINITY" in env:
+        entry = int(env["CCL_WORKER_AFFINITY"].split(",")[r])
+        assert entry in mine, (r, env["CCL_WORKER_AFFINITY"], t["cpus"])
+    for other, theirs in seen.items():
+        assert not (theirs & mine), ("tasks share cores", other, r)
+    seen[r] = mine
+    assert not any(e["name"].endswith("VISIBLE_DEVICES") or e["name"] == "ZE_AFFINITY_MASK"
+                   for e in t["env"]), (r, "the plan names Slurm's GPUs")
 PY
+}
+"$ctl" topology "${lumi[@]}" --json >"$tmp/topology.json"
+for case in "8 map_gpu:7,6,5,4,3,2,1,0 [[7],[6],[5],[4],[3],[2],[1],[0]]" \
+  "4 per_task:2 [[0,1],[2,3],[4,5],[6,7]]" "8 mask_gpu:0x3 [[0,1]]" "16 map_gpu:3 [[3]]" \
+  "2 map_gpu:0,0 [[0]]"; do
+  read -r ntasks binding wanted <<<"$case"
+  name="explain slurm $binding, $ntasks tasks: every variable names what each task runs on"
+  "$ctl" explain "${lumi[@]}" --ntasks "$ntasks" --slurm-gpu-bind "$binding" --json \
+    >"$tmp/explain.json" 2>&1 &&
+    slurm_facts_check "$tmp/topology.json" "$tmp/explain.json" "$wanted"
   explained "$name"
 done
-# Every fixture, one task per GPU and Slurm's map_gpu in reverse order: each task is bound as
-# the planned task holding the GPU Slurm gives it, found by node index (mixed vendors number
-# their tokens per vendor; PVC cards hold tiles).
+# Aurora's own policy (oneCCL's worker CPUs) with Slurm's map_gpu reversed.
+aurora=(--topology "$fixtures/aurora-pvc.xml" --policy "$(dirname "$0")/../../packaging/policies/aurora.conf")
+"$ctl" topology "${aurora[@]}" --json >"$tmp/topology.json" &&
+  "$ctl" explain "${aurora[@]}" --ntasks 6 --slurm-gpu-bind map_gpu:5,4,3,2,1,0 --json \
+    >"$tmp/explain.json" 2>&1 &&
+  grep -q CCL_WORKER_AFFINITY "$tmp/explain.json" &&
+  slurm_facts_check "$tmp/topology.json" "$tmp/explain.json" "[[5],[4],[3],[2],[1],[0]]"
+explained "explain slurm map_gpu:5,4,3,2,1,0 under aurora.conf: oneCCL's worker CPUs are each task's own"
+# Every fixture, one task per GPU and Slurm's map_gpu in reverse order, by node index (mixed
+# vendors number their tokens per vendor; PVC cards hold tiles).
 for xml in "$fixtures"/*.xml; do
   gpus=$("$ctl" topology --topology "$xml" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["gpus"]))')
   ((gpus >= 2)) || continue
   reverse=$(seq $((gpus - 1)) -1 0 | paste -sd, -)
-  name="explain slurm map_gpu:$reverse on $(basename "$xml"): each task as the planned task of its GPU"
+  wanted=$(seq $((gpus - 1)) -1 0 | sed 's/.*/[&]/' | paste -sd, - | sed 's/.*/[&]/')
+  name="explain slurm map_gpu:$reverse on $(basename "$xml"): every variable names what each task runs on"
   "$ctl" topology --topology "$xml" --json >"$tmp/topology.json" &&
-    "$ctl" plan --topology "$xml" --ntasks "$gpus" --json >"$tmp/plan.json" 2>/dev/null &&
     "$ctl" explain --topology "$xml" --ntasks "$gpus" --slurm-gpu-bind "map_gpu:$reverse" --json \
       >"$tmp/explain.json" 2>&1 &&
-    python3 - "$tmp/topology.json" "$tmp/plan.json" "$tmp/explain.json" <<'PY'
-import json, sys
-node = json.load(open(sys.argv[1]))["gpus"]
-plan = json.load(open(sys.argv[2]))["tasks"]
-tasks = json.load(open(sys.argv[3]))["tasks"]
-n = len(node)
-for t in tasks:
-    s, gpu = t["slurm"], n - 1 - t["rank"]
-    assert s["basis"] == "same-gpus", (t["rank"], s)
-    assert s["gpu_pci"] == node[gpu]["pci"], (t["rank"], s, node[gpu]["pci"])
-    base = plan[s["planned_rank"]]
-    assert {g["node_index"] for g in base["gpus"]} == {gpu}, (t["rank"], s, base["gpus"])
-    assert s["cpus"] == base["cpus"] and not s["may_share"], (t["rank"], s)
-PY
+    slurm_facts_check "$tmp/topology.json" "$tmp/explain.json" "$wanted"
   explained "$name"
 done
 # Each fixture and shape: explain's cores, GPUs and NICs are the plan's, task by task.

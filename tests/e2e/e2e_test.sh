@@ -205,8 +205,9 @@ python3 - "$out" "$explained" <<'PY' && ok "explain --slurm-gpu-bind map_gpu:1,0
 import json, sys
 bound = {int(json.loads(l)["rank"]): json.loads(l) for l in sys.argv[1].splitlines() if l.startswith("{")}
 for task in json.loads(sys.argv[2])["tasks"]:
-    s, b = task["slurm"], bound[task["rank"]]["env"]
-    assert s["gpu_pci"] == b["GPUBIND_GPU_PCI"] and s["cpus"] == b["GPUBIND_CPUS"], (s, b)
+    env, b = {e["name"]: e["value"] for e in task["env"]}, bound[task["rank"]]["env"]
+    assert env["GPUBIND_GPU_PCI"] == b["GPUBIND_GPU_PCI"] and task["cpus"] == b["GPUBIND_CPUS"], (task, b)
+    assert all(g["reason"] == "fixed" for g in task["gpus"]), task["gpus"]
 PY
   bad "explain --slurm-gpu-bind map_gpu:1,0 against the step" "$out" "$explained"
 if ((ncpus >= 2)); then
@@ -215,10 +216,13 @@ if ((ncpus >= 2)); then
     distinct_cpus && [[ $(lines_with "given: tasks keep the GPUs") -eq 0 ]] && ok "--gpus-per-task=2 with order=cpu: each task keeps Slurm's two GPUs" ||
     bad "--gpus-per-task kept" "$out"
 fi
+# Two tasks Slurm put on one GPU are planned as a shared GPU is: its domain's CPUs split
+# between them, the warning every shared GPU gets, none about shared cores.
 run srun -N1 -n2 --gpus=2 --gpu-bind=map_gpu:0 --gpu-bind-auto "$check" --json
 slurm_choice_ok 0 0 0000:40:00.0 && slurm_choice_ok 1 0 0000:40:00.0 &&
-  [[ $(lines_with "which other tasks given the same GPUs may share") -eq 1 ]] &&
-  ok "two tasks Slurm put on one GPU keep it, with one warning about shared cores" ||
+  { ((ncpus < 2)) || distinct_cpus; } && [[ $(lines_with "may share") -eq 0 &&
+    $(lines_with "2 tasks share GPU 0000:40:00.0") -eq 1 ]] &&
+  ok "two tasks Slurm put on one GPU keep it and split its CPUs, with the shared-GPU warning" ||
   bad "--gpu-bind=map_gpu:0" "$out"
 
 # --- the user's explicit --cpu-bind / --gpu-bind win, with one line; a site may force gpubind -----

@@ -24,7 +24,7 @@ probe() {
   done
   echo "task=$SLURM_PROCID step_gpus=${SLURM_STEP_GPUS:-} bound=${GPUBIND_BOUND:-}" \
     "pci=${GPUBIND_GPU_PCI:-} cpus=${GPUBIND_CPUS:-} affinity=$a nic=${GPUBIND_NIC:-}" \
-    "omp=${OMP_NUM_THREADS:-} open=$r"'
+    "omp=${OMP_NUM_THREADS:-} open=$r map=${MPICH_OFI_NIC_MAPPING// /}"'
 }
 
 # check_step NAME SRUN_OPTIONS...: Slurm's GPUs for each task are the devices it may open under
@@ -45,6 +45,7 @@ topo = json.loads(os.environ["TOPOLOGY"])
 pci_of = {g["index"]: g["pci"] for g in topo["gpus"]}
 domain_of = {g["index"]: cpus(g["locality"]["cpus"]) for g in topo["gpus"]}
 nic_domain = {n["name"]: cpus(n["locality"]["cpus"]) for n in topo["nics"]}
+nic_index = {n["name"]: n["index"] for n in topo["nics"]}
 out = sys.argv[1]
 tasks = [dict(kv.split("=", 1) for kv in line.split()) for line in out.splitlines()
          if line.startswith("task=")]
@@ -53,6 +54,8 @@ if len(tasks) != 2:
     problems.append("expected 2 task lines")
 if re.search(r"cannot be told|keeps Slurm's CPU and GPU binding", out):
     problems.append("a task kept Slurm's whole binding")
+if re.search(r"may share", out):
+    problems.append("a 'may share' warning where no two tasks share a GPU")
 if out.count("(GPUs chosen by Slurm)") != 2:
     problems.append("not 2 verbose lines with GPUs chosen by Slurm")
 held = []
@@ -72,6 +75,15 @@ for t in tasks:
         problems.append(f"{about}: CPUs {t['cpus']} (kernel {t['affinity']}), not inside {domain}")
     if t["nic"] and not nic_domain.get(t["nic"], {-1}) <= domain:
         problems.append(f"{about}: NIC {t['nic']} outside the GPUs' domain")
+    # Cray MPICH's NIC for each local rank is the NIC of the GPU the task really holds.
+    owner = {}
+    for part in filter(None, t.get("map", "").split(";")):
+        nic, _, ranks = part.partition(":")
+        for rank in cpus(ranks):
+            owner[rank] = int(nic)
+    if owner and owner.get(int(t["task"])) != nic_index.get(t["nic"]):
+        problems.append(f"{about}: MPICH_OFI_NIC_MAPPING {t['map']} gives it NIC "
+                        f"{owner.get(int(t['task']))}, not {t['nic']}'s")
 if len(held) == 2 and (held[0] == held[1] or set(held[0]) & set(held[1])):
     problems.append(f"Slurm did not give the tasks GPUs of their own: {held}")
 print("\n".join(problems))
@@ -92,6 +104,12 @@ check_shapes() {  # check_shapes LABEL
     --sockets-per-node=2 --gpus-per-socket=1 --gpu-bind=single:1
   check_step "$1, --gpus=4 --gpu-bind=closest: each task its domain's two GPUs" \
     --gpus=4 --gpu-bind=closest
+  # Slurm's choice in the request: each task's cores, NIC and Cray MPICH's NIC mapping follow
+  # the GPU Slurm gave it, not the planned rank's.
+  check_step "$1, --gpus=4 --gpu-bind=map_gpu:2,0: NIC variables follow Slurm's GPUs" \
+    --gpus=4 --gpu-bind=map_gpu:2,0
+  check_step "$1, LUMI's recipe --cpu-bind=mask_cpu:0x2,0x1 --gpu-bind=map_gpu:2,0" \
+    --gpus=4 --cpu-bind=mask_cpu:0x2,0x1 --gpu-bind=map_gpu:2,0
 }
 
 cgroup=0

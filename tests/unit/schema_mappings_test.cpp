@@ -243,6 +243,7 @@ v1::PlanResponse as_answer(const protocol::StepPlan& plan) {
   v1::PlanResponse answer;
   for (const std::string& warning : plan.warnings)
     answer.add_warnings(warning);
+  answer.set_fixed_kept(plan.fixed_kept);
   for (const protocol::GpuPlace& in : plan.gpu_places) {
     v1::GpuPlace& place = *answer.add_gpu_places();
     place.set_node_index(static_cast<uint32_t>(in.node_index));
@@ -332,6 +333,7 @@ constexpr Omission kPlanJsonOmits[] = {
      "a plan names no localities without its topology (gpubindctl topology, plan --svg)"},
     {"gpubind.v1.PlanResponse.gpu_places",
      "the launch side's check of Slurm's closest/single; gpubindctl topology shows localities"},
+    {"gpubind.v1.PlanResponse.fixed_kept", "which daemon planned, not the plan"},
 };
 // tools/output: plan_to_json (gpubindctl plan --json) of the plan the client reads, whose keys are
 // binder.proto's names.

@@ -180,11 +180,10 @@ int run_explain(const Args& args) {
                             explained.error(), bad_input ? kExitBadInput : kExitFailed);
   }
   const Explained& e = *explained;
-  const std::vector<SlurmGpuChoice> slurm;  // Slurm's choice is planned, explained as such
   std::cout << (args.has("json") ? explain_to_json(e.topology, e.plan, e.explanation, rank,
-                                                   e.policy_lines, slurm)
+                                                   e.policy_lines)
                                  : explain_to_text(e.topology, e.plan, e.explanation, rank,
-                                                   e.policy_lines, slurm));
+                                                   e.policy_lines));
   return kExitOk;
 }
 

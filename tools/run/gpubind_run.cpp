@@ -16,6 +16,7 @@
 
 #include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
+#include "gpubind/client/launch.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/plugstack.h"
@@ -287,14 +288,26 @@ int run(const Options& o, client::OnError& site_on_error) {
     for (const std::string& warning : plan->warnings)
       std::fprintf(stderr, "gpubind-run: warning: %s\n", warning.c_str());
   }
-  client::TaskBinding task = plan->tasks[place->rank];
-  // The launcher's binding the user asked for stays, unless the site forces gpubind's.
+  // The launcher's binding the user asked for stays, unless the site forces gpubind's: its CPUs
+  // are known only here, at launch.
   const bool launcher_cpus_kept = launcher_binding && !site.args.override_explicit;
-  if (launcher_binding) {
-    // The CPUs this worker has are torchrun's; no thread count of gpubind's for them.
-    if (launcher_cpus_kept) task = client::with_slurm_cpus(task, current_affinity().to_list());
-    if (place->rank == 0) say_launcher_binding(*launcher_binding, launcher_cpus_kept);
+  client::StepFacts facts;
+  if (launcher_cpus_kept) {
+    facts.user.cpu = launcher_binding->option;
+    facts.slurm_cpus = facts.slurm_memory = true;
   }
+  if (launcher_binding && place->rank == 0)
+    say_launcher_binding(*launcher_binding, launcher_cpus_kept);
+  const client::LaunchDecision decision = client::decide_launch(
+      *plan, facts, {}, env_of, {place->rank, place->size, current_affinity()}, flags.no_gpu_env);
+  if (!decision.apply) {
+    std::fprintf(stderr, "gpubind-run: local rank %d: %s\n", place->rank, decision.why.c_str());
+    if (on_error == client::OnError::kFail) return 1;
+    run_command(o.command);
+  }
+  client::TaskBinding task = plan->tasks[decision.planned];
+  // The CPUs this worker has are the launcher's; no thread count of gpubind's for them.
+  if (decision.cpus_bound_at_launch) task = client::with_slurm_cpus(task, current_affinity().to_list());
   if (flags.verbose || flags.dry_run) {
     const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
     std::string notes;
@@ -307,10 +320,8 @@ int run(const Options& o, client::OnError& site_on_error) {
   }
   if (!flags.dry_run) {
     client::ProcessEnvironment own_env;
-    const client::ApplyOptions how{.bind_cpus = !launcher_cpus_kept,
-                                   .prefer_memory = !launcher_cpus_kept,
-                                   .align_other_visibility = !flags.no_gpu_env,
-                                   .clear_stale = true};
+    client::ApplyOptions how = decision.options;
+    how.clear_stale = true;
     if (auto applied = client::apply_binding(task, own_env, how); !applied) {
       if (on_error == client::OnError::kFail) {
         std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,

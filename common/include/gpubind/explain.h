@@ -92,7 +92,9 @@ struct TaskExplanation {
   bool shares_gpu = false;    // it shares a whole GPU with another task
 };
 
-enum class OrderFrom { kRequest, kPolicy, kNoGpus };
+// Where the order came from; kFixedGpus/kFixedCpus: what was fixed before planning decides it
+// (cores follow fixed GPUs, GPUs follow fixed CPUs).
+enum class OrderFrom { kRequest, kPolicy, kNoGpus, kFixedGpus, kFixedCpus };
 
 struct PlanExplanation {
   Order order = Order::kGpu;

@@ -130,6 +130,7 @@ struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<std::string> warnings;
   std::vector<GpuPlace> gpu_places;  // the step's placed GPUs, in step order
+  bool fixed_kept = false;           // the request's fixed tasks were kept
 };
 
 // Fails (with a message naming the fault) on bad requests: no tasks or more than kMaxTasks

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "gpubind/env.h"
+#include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 #include "plan_arena.h"
 
@@ -389,14 +390,15 @@ class CompiledGroup {
     }
   }
 
-  // The variables of `selector`'s templates that name GPUs, set empty: a task given none of a
-  // vendor's GPUs must not see that vendor's GPUs through a list meant for another.
-  void append_emptied(const char* selector, EnvList& env) {
+  // The variables of `selector`'s templates that name GPUs, set to show none (`hidden`, the
+  // vendor's way: gpu_vendors.h): a task given none of a vendor's GPUs must not see that
+  // vendor's GPUs through a list meant for another.
+  void append_emptied(const char* selector, const std::string& hidden, EnvList& env) {
     for (size_t i = 0; i < templates_.size(); ++i) {
       const EnvTemplate& tmpl = templates_[i];
       if (tmpl.when != std::string_view(selector) || !compile(i).uses(Placeholder::kGpus)) continue;
       if (env.value_of(tmpl.name)) continue;
-      env.add(tmpl.name, "");
+      env.add(tmpl.name, hidden);
       if (rules_)
         rules_->push_back({tmpl.name, name_, static_cast<int>(i), tmpl.when, tmpl.value, true});
     }
@@ -466,22 +468,23 @@ bool names_gpus(const PlanRequest& request) {
 }
 
 // The user's inherited HIP_VISIBLE_DEVICES for an AMD task: HIP counts its entries in the list
-// ROCR_VISIBLE_DEVICES leaves, and the inherited entries count the step's GPUs, so each entry
-// naming one of the task's GPUs becomes that GPU's position in the task's list, the others go.
-// nullopt where an entry is not an index of the step's list (left as the user set it).
+// ROCR_VISIBLE_DEVICES leaves, and the inherited entries count the step's AMD GPUs (`amd_steps`:
+// their positions in the step's list, in order), so each entry naming one of the task's GPUs
+// becomes that GPU's position in the task's own list, the others go. nullopt where an entry is
+// not such an index (left as the user set it).
 std::optional<std::string> narrowed_hip_list(const TaskPlan& task, const std::string& inherited,
-                                             int step_gpus) {
+                                             const std::vector<int>& amd_steps) {
   std::string out;
   for (size_t begin = 0; begin <= inherited.size();) {
     const size_t comma = std::min(inherited.find(',', begin), inherited.size());
     const std::string_view entry = std::string_view(inherited).substr(begin, comma - begin);
     begin = comma + 1;
-    const auto index = parse_whole_number(entry, 0, step_gpus - 1);
+    const auto index = parse_whole_number(entry, 0, static_cast<long long>(amd_steps.size()) - 1);
     if (!index) return std::nullopt;
     int position = 0;
     for (const TaskGpu& gpu : task.gpus) {
       if (gpu.vendor != Vendor::kAmd) continue;
-      if (gpu.step_index == *index) {
+      if (gpu.step_index == amd_steps[static_cast<size_t>(*index)]) {
         out += (out.empty() ? "" : ",") + std::to_string(position);
         break;
       }
@@ -492,8 +495,10 @@ std::optional<std::string> narrowed_hip_list(const TaskPlan& task, const std::st
 }
 
 void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
-                    const SmallVector<Vendor, kVendorCount>& node_vendors, CompiledGroup& gpu_env,
-                    TaskPlaceholders& values, int step_gpus, EnvList& env) {
+                    const SmallVector<Vendor, kVendorCount>& node_vendors,
+                    const std::array<int, kVendorCount>& node_devices, CompiledGroup& gpu_env,
+                    TaskPlaceholders& values, const std::vector<int>& amd_steps,
+                    std::vector<int>& hip_sees_none, EnvList& env) {
   const SmallVector<Vendor, kVendorCount> mine = vendors_of(task);
   const bool naming = names_gpus(request);
   if (mine.size() == 1) {
@@ -509,13 +514,20 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
   }
   const bool amd = std::find(mine.begin(), mine.end(), Vendor::kAmd) != mine.end();
   if (request.gpu_env && amd && request.inherited_hip_visible_devices) {
-    if (auto hip = narrowed_hip_list(task, *request.inherited_hip_visible_devices, step_gpus))
+    const std::string& inherited = *request.inherited_hip_visible_devices;
+    if (auto hip = narrowed_hip_list(task, inherited, amd_steps)) {
       env.add("HIP_VISIBLE_DEVICES", *hip);
+      if (hip->empty() && !inherited.empty()) hip_sees_none.push_back(task.rank);
+    }
   }
   if (naming && node_vendors.size() > 1) {
     auto has = [&](Vendor v) { return std::find(mine.begin(), mine.end(), v) != mine.end(); };
-    for (Vendor vendor : node_vendors)
-      if (!has(vendor)) gpu_env.append_emptied(vendor_name(vendor), env);
+    for (Vendor vendor : node_vendors) {
+      const GpuVendorRow* row = gpu_vendor(vendor);
+      if (!has(vendor) && row)
+        gpu_env.append_emptied(vendor_name(vendor), hidden_gpus_value(*row, node_devices[static_cast<size_t>(vendor)]),
+                               env);
+    }
     // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; here that list is
     // NVIDIA's, so HIP gets the task's AMD devices as ROCR_VISIBLE_DEVICES numbers them (a
     // user's own HIP_VISIBLE_DEVICES already keeps HIP off it).
@@ -557,7 +569,7 @@ void order_env_rules(const EnvList& env, std::vector<EnvRule>& rules) {
 
 void render_env(const Topology& topology, const SitePolicy& policy, const PlanRequest& request,
                 std::vector<TaskPlan>& tasks, std::vector<std::string>& warnings,
-                PlanExplanation* explanation) {
+                PlanExplanation* explanation, const std::vector<GpuPlace>& step_gpus) {
   NodeValues node(topology, tasks, request.ccl);
   const bool omp_places = request.omp_places.value_or(policy.omp_places);
   CompiledGroup gpu_env("gpu_env", policy.gpu_env), nic_env("nic_env", policy.nic_env),
@@ -565,7 +577,20 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
   const SmallVector<Vendor, kVendorCount> node_vendors = vendors_of(topology);
-  const int step_gpus = static_cast<int>(request.gpus ? request.gpus->size() : topology.gpus.size());
+  // The devices each vendor's runtime counts on the node (a tiled card is a device per tile
+  // under Level Zero's FLAT default: the larger count).
+  std::array<int, kVendorCount> node_devices{};
+  for (const Gpu& gpu : topology.gpus)
+    node_devices[static_cast<size_t>(gpu.vendor)] += std::max(gpu.tiles, 1);
+  // The step's AMD GPUs, as positions in its list: what an inherited HIP list counts.
+  std::vector<int> amd_steps;
+  for (size_t g = 0; g < step_gpus.size(); ++g) {
+    const int node = step_gpus[g].node_index;
+    if (node >= 0 && node < static_cast<int>(topology.gpus.size()) &&
+        topology.gpus[node].vendor == Vendor::kAmd)
+      amd_steps.push_back(static_cast<int>(g));
+  }
+  std::vector<int> hip_sees_none;  // AMD tasks holding none of the GPUs the user's HIP list names
   for (TaskPlan& task : tasks) {
     v.start(task);
     EnvList& env = task.env;
@@ -578,7 +603,8 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     const char* nic_kind = nics ? nic_kind_name(topology.nics[task.nic_index].kind) : "";
     env.reserve(bytes ? bytes + bytes / 4 : 512);
     if (!task.gpus.empty())
-      append_gpu_env(task, request, node_vendors, gpu_env, v, step_gpus, env);
+      append_gpu_env(task, request, node_vendors, node_devices, gpu_env, v, amd_steps,
+                     hip_sees_none, env);
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
@@ -601,6 +627,13 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     if (rules) order_env_rules(env, *rules);
   }
   if (!node.why_not().empty()) warnings.push_back(node.why_not());
+  if (!hip_sees_none.empty()) {
+    std::string which = "local task " + std::to_string(hip_sees_none[0]);
+    if (hip_sees_none.size() > 1) which += " and " + std::to_string(hip_sees_none.size() - 1) + " more";
+    warnings.push_back(which + ": HIP_VISIBLE_DEVICES=" +
+                       request.inherited_hip_visible_devices->substr(0, 64) +
+                       " (counting the step's AMD GPUs) names none of its GPUs: HIP shows it none");
+  }
 }
 
 }  // namespace gpubind

@@ -64,8 +64,28 @@ std::string order_words(const PlanExplanation& e, const PolicyLines& lines) {
       return order + ", the site policy's (" + policy_place(e, lines, "order") + ")";
     case OrderFrom::kNoGpus:
       return order + ": the step has no GPUs, so tasks follow core order";
+    case OrderFrom::kFixedGpus:
+      return order + ": Slurm gave each task its GPUs, so cores follow them";
+    case OrderFrom::kFixedCpus:
+      return order + ": each task's CPUs were bound before planning, so GPUs follow them";
   }
   return order;
+}
+
+const char* order_from_name(OrderFrom from) {
+  switch (from) {
+    case OrderFrom::kRequest:
+      return "request";
+    case OrderFrom::kPolicy:
+      return "policy";
+    case OrderFrom::kNoGpus:
+      return "no-gpus";
+    case OrderFrom::kFixedGpus:
+      return "fixed-gpus";
+    case OrderFrom::kFixedCpus:
+      return "fixed-cpus";
+  }
+  return "policy";
 }
 
 const TaskGpu* task_gpu(const TaskPlan& task, int step_index) {
@@ -234,55 +254,6 @@ std::vector<Line> task_lines(const Topology& topology, const Plan& plan, const P
   return lines;
 }
 
-const char* basis_name(SlurmGpuChoice::Basis basis) {
-  switch (basis) {
-    case SlurmGpuChoice::Basis::kStepGpus:
-      return "step-gpus";
-    case SlurmGpuChoice::Basis::kSameGpus:
-      return "same-gpus";
-    case SlurmGpuChoice::Basis::kSomeOfItsGpus:
-      return "some-of-its-gpus";
-    case SlurmGpuChoice::Basis::kOwnTask:
-      return "own-task";
-  }
-  return "";
-}
-
-// What Slurm's per-task GPU choice makes of the task, as the plugin applies it.
-Line slurm_line(const SlurmGpuChoice& c) {
-  const std::string given = "--gpu-bind=" + c.binding + " gives it ";
-  if (c.basis == SlurmGpuChoice::Basis::kStepGpus)
-    return {"Slurm", "-", given + "the step's GPUs: bound as planned"};
-  const std::string planned = "local task " + std::to_string(c.planned_rank);
-  std::string text = given + "these GPUs, which gpubind keeps: ";
-  switch (c.basis) {
-    case SlurmGpuChoice::Basis::kSameGpus:
-      text += "bound as planned " + planned + ", which holds the same GPUs: CPUs " + c.cpus;
-      break;
-    case SlurmGpuChoice::Basis::kSomeOfItsGpus:
-      text += "no planned task holds exactly these GPUs; the CPUs of those holding one of them, " +
-              c.cpus + ", and " + planned + "'s NIC and variables";
-      if (!c.nics.empty()) text += " (NIC " + c.nics + ")";
-      break;
-    case SlurmGpuChoice::Basis::kOwnTask:
-    case SlurmGpuChoice::Basis::kStepGpus:
-      text += "no planned task holds any of them; its own planned CPUs, " + c.cpus;
-      break;
-  }
-  if (!c.nics.empty() && c.basis != SlurmGpuChoice::Basis::kSomeOfItsGpus)
-    text += ", NIC " + c.nics;
-  if (c.may_share) text += "; other tasks given the same GPUs may share these cores";
-  const std::string subject =
-      "GPU " + c.gpus + (c.gpu_pci.empty() ? std::string() : " (" + c.gpu_pci + ")");
-  return {"Slurm", subject, text};
-}
-
-const SlurmGpuChoice* slurm_choice_of(const std::vector<SlurmGpuChoice>& slurm, int rank) {
-  for (const SlurmGpuChoice& choice : slurm)
-    if (choice.rank == rank) return &choice;
-  return nullptr;
-}
-
 struct StepLine {
   std::string topic, cpus, text;
 };
@@ -335,8 +306,7 @@ std::string task_heading(const Topology& topology, const TaskPlan& task) {
 
 std::string explain_to_text(const Topology& topology, const Plan& plan,
                             const PlanExplanation& explanation, std::optional<int> rank,
-                            const PolicyLines& policy_lines,
-                            const std::vector<SlurmGpuChoice>& slurm) {
+                            const PolicyLines& policy_lines) {
   std::string out = "step: " + plural(plan.tasks.size(), "task") + " on " +
                     (topology.hostname.empty() ? topology.source : topology.hostname) + ", " +
                     order_words(explanation, policy_lines) + "\n";
@@ -349,9 +319,7 @@ std::string explain_to_text(const Topology& topology, const Plan& plan,
   for (const TaskExplanation& why : explanation.tasks) {
     if (!selected(rank, why.rank)) continue;
     out += "\n" + task_heading(topology, plan.tasks[why.rank]) + "\n";
-    std::vector<Line> lines = task_lines(topology, plan, explanation, policy_lines, why);
-    if (const SlurmGpuChoice* choice = slurm_choice_of(slurm, why.rank))
-      lines.insert(lines.begin(), slurm_line(*choice));
+    const std::vector<Line> lines = task_lines(topology, plan, explanation, policy_lines, why);
     size_t width = 0;
     for (const Line& line : lines)
       if (line.topic != "env") width = std::max(width, line.subject.size());
@@ -368,14 +336,11 @@ std::string explain_to_text(const Topology& topology, const Plan& plan,
 
 std::string explain_to_json(const Topology& topology, const Plan& plan,
                             const PlanExplanation& explanation, std::optional<int> rank,
-                            const PolicyLines& policy_lines,
-                            const std::vector<SlurmGpuChoice>& slurm) {
+                            const PolicyLines& policy_lines) {
   const PlanExplanation& e = explanation;
   Json step{{"ntasks", plan.tasks.size()},
             {"order", order_name(e.order)},
-            {"order_from", e.order_from == OrderFrom::kRequest  ? "request"
-                           : e.order_from == OrderFrom::kPolicy ? "policy"
-                                                                : "no-gpus"},
+            {"order_from", order_from_name(e.order_from)},
             {"order_text", order_words(e, policy_lines)},
             {"policy", e.policy_source},
             {"cpus", e.step_cpus.to_list()},
@@ -449,17 +414,6 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
                                                               : "none";
     entry["env"] = std::move(env);
     entry["not_met"] = std::move(unmet);
-    if (const SlurmGpuChoice* c = slurm_choice_of(slurm, why.rank)) {
-      entry["slurm"] = Json{{"binding", c->binding},
-                            {"basis", basis_name(c->basis)},
-                            {"gpus", c->gpus},
-                            {"gpu_pci", c->gpu_pci},
-                            {"planned_rank", c->planned_rank},
-                            {"cpus", c->cpus},
-                            {"nics", c->nics},
-                            {"may_share", c->may_share},
-                            {"text", slurm_line(*c).text}};
-    }
     tasks.push_back(std::move(entry));
   }
   Json all{{"step", std::move(step)}, {"warnings", plan.warnings}, {"tasks", std::move(tasks)}};

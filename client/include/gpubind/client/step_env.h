@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpubind/client/types.h"
+#include "gpubind/gpu_vendors.h"
 
 namespace gpubind::client {
 
@@ -76,8 +77,7 @@ struct VisibilityUpdate {
 std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
                                                     const TaskBinding& task);
 
-// Whether Slurm sets `name` for each step with GPUs (and removes it for a step without).
-bool is_gpu_visibility_var(const std::string& name);
+using gpubind::is_gpu_visibility_var;  // gpu_vendors.h
 
 // Nested steps (srun inside a bound task, a launcher's workers under gpubind-run) inherit what
 // gpubind set in the outer task. The task keeps in kSetRecordVar, as "NAME:hash,...", the

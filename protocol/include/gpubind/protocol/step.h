@@ -76,6 +76,7 @@ struct StepPlan {
   std::vector<std::string> warnings;
   std::vector<TaskBinding> tasks;
   std::vector<GpuPlace> gpu_places;  // empty from daemons before it
+  bool fixed_kept = false;           // the request's fixed tasks were kept (false: an old daemon)
 };
 
 }  // namespace gpubind::protocol
