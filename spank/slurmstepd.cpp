@@ -163,9 +163,11 @@ void clear_passed_vars(spank_t sp) {
     spank_unsetenv(sp, name.c_str());
 }
 
-// The step as Slurm describes it (client::slurm_step_request); an item Slurm cannot give makes
-// the step unplannable.
-Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
+// The step as Slurm describes it (client::slurm_step_request), with what Slurm and the user
+// fixed for its tasks (client::add_facts: the planner alone decides the tasks); an item Slurm
+// cannot give makes the step unplannable.
+Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
+                                           const client::StepFacts& facts) {
   client::StepShape shape;
   uint32_t job_id = 0, step_id = 0, ntasks = 1;
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
@@ -181,13 +183,9 @@ Result<StepRequest> build_request(spank_t sp, const UserFlags& flags) {
   if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores)
     shape.allowed_cores = cores;
   client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
-  if (!built.warning.empty()) state().plan.warnings.push_back(built.warning);
-  state().gpu_note = std::move(built.gpu_source);
-  // What Slurm and the user fixed goes to the planner, which alone decides the tasks.
-  state().facts = client::step_facts(env_of(sp), explicit_binding_of(sp), state().site.override_explicit);
-  const std::string not_carried = client::add_facts(state().facts, built.request);
+  const std::string not_carried = client::add_facts(facts, built.request);
   if (!not_carried.empty()) slurm_verbose("gpubind: %s", not_carried.c_str());
-  return std::move(built.request);
+  return built;
 }
 
 // The daemon's plan, else the in-process fallback (step_source.h); what an administrator must
@@ -237,14 +235,15 @@ int slurmstepd_user_init(spank_t sp) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   s.host = host;
-  const Result<StepRequest> request = build_request(sp, s.flags);
-  // What reading the step said (build_request's warnings), ahead of the plan's own.
-  const std::vector<std::string> early_warnings = s.plan.warnings;
-  if (!request) {
-    s.failure = request.error().message;
+  s.facts = client::step_facts(env_of(sp), explicit_binding_of(sp), s.site.override_explicit);
+  const Result<client::BuiltRequest> built = build_request(sp, s.flags, s.facts);
+  if (!built) {
+    s.failure = built.error().message;
     slurm_info("gpubind: step %u: no plan: %s", step_id, s.failure.c_str());
     return 0;
   }
+  s.gpu_note = built->gpu_source;
+  const StepRequest* request = &built->request;
   s.step_gpus = request->gpus;
   s.local_tasks = request->ntasks;
   auto plan = plan_step_here(*request);
@@ -255,7 +254,8 @@ int slurmstepd_user_init(spank_t sp) {
     return 0;
   }
   s.plan = std::move(*plan);
-  s.plan.warnings.insert(s.plan.warnings.begin(), early_warnings.begin(), early_warnings.end());
+  // What reading the step said, ahead of the plan's own warnings.
+  if (!built->warning.empty()) s.plan.warnings.insert(s.plan.warnings.begin(), built->warning);
   s.planned = true;
   // What the plugin decided, for an admin reading slurmd's log (SlurmdDebug=verbose).
   slurm_verbose("gpubind: job %lu step %u: %d tasks planned by %s, %zu warning(s)", request->job_id,
@@ -383,8 +383,11 @@ int slurmstepd_task_init(spank_t sp) {
             (slurm_said_mask && !s.flags.dry_run ? " (replaces the CPU mask Slurm set)" : ""));
   }
   if (s.flags.dry_run) return 0;
-  const Status bound = client::apply_binding(task, task_env, decision.options);
+  const Result<client::Applied> bound = client::apply_binding(task, task_env, decision.options);
   if (!bound) return keep_slurms(bound.error().message);
+  if (!bound->memory_refused.empty())
+    std::fprintf(stderr, "gpubind: task %u: %s; memory stays where the kernel puts it\n", global_id,
+                 bound->memory_refused.c_str());
   return 0;
 }
 

@@ -263,7 +263,7 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     task.nic_index = in.nic_index();
     task.nic_indices.assign(in.nic_indices().begin(), in.nic_indices().end());
     task.nic_names = in.nic_names();
-    task.numa_index = in.numa_index();
+    task.numa_node = in.numa_node();
     task.l3_index = in.l3_index();
     for (const v1::EnvVar& e : in.env())
       task.env.add(e.name(), e.value(), e.only_if_unset());

@@ -129,7 +129,7 @@ void write_task(const TaskPlan& task, const Topology* topology, Scratch& scratch
   }
   w.signed_field(F::kNicIndexFieldNumber, task.nic_index);
   w.string_field(F::kNicNamesFieldNumber, task.nic_names);
-  w.signed_field(F::kNumaIndexFieldNumber, task.numa_index);
+  w.signed_field(F::kNumaNodeFieldNumber, task.numa_node);
   w.signed_field(F::kL3IndexFieldNumber, task.l3_index);
   for (const EnvVar var : task.env)
     write_env(F::kEnvFieldNumber, var, w);

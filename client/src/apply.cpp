@@ -32,14 +32,19 @@ void clear_binding_info(TaskEnvironment& env) {
     env.unset(name);
 }
 
-Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyOptions& options) {
+Result<Applied> apply_binding(const TaskBinding& task, TaskEnvironment& env,
+                              const ApplyOptions& options) {
+  Applied applied;
   if (options.bind_cpus) {
     auto cpus = CpuSet::parse_list(task.cpus);
     if (!cpus) return cpus.error();
     if (auto bound = set_affinity(*cpus); !bound)
       return make_error("cannot bind to CPUs " + task.cpus + ": " + bound.error().message);
   }
-  if (options.prefer_memory) prefer_numa_node(task.numa_index);
+  if (options.prefer_memory && task.numa_node >= 0) {
+    if (auto preferred = prefer_numa_node(task.numa_node); !preferred)
+      applied.memory_refused = preferred.error().message;
+  }
   if (options.clear_stale) clear_stale_binding(env);
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {
@@ -52,7 +57,7 @@ Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyO
     for (const VisibilityUpdate& update : other_visibility_vars(env.lookup(), task))
       env.set(update.name, update.value);
   }
-  return Ok{};
+  return applied;
 }
 
 }  // namespace gpubind::client

@@ -71,8 +71,7 @@ StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool ove
 
 std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks,
                                                   const CpuSet& step_cpus) {
-  if (tasks < 1) return std::nullopt;
-  if (cpu_bind == "none") return std::vector<CpuSet>(static_cast<size_t>(tasks), step_cpus);
+  if (tasks < 1 || step_cpus.empty()) return std::nullopt;
   const size_t colon = cpu_bind.find(':');
   if (colon == std::string::npos) return std::nullopt;
   const std::string kind = cpu_bind.substr(0, colon);

@@ -243,7 +243,7 @@ bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
 TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
   TaskBinding out = task;
   out.cpus = slurm_cpus;
-  out.numa_index = out.l3_index = -1;
+  out.numa_node = out.l3_index = -1;
   out.env.clear();
   for (const TaskEnv& var : task.env) {
     if (var.name == "OMP_NUM_THREADS" || var.name == "OMP_PLACES" || var.name == "OMP_PROC_BIND" ||
@@ -278,8 +278,8 @@ std::string describe_binding(const std::string& host, unsigned global_rank, cons
                      std::to_string(task.rank) + "): cpus " + task.cpus;
   std::string where;
   if (task.l3_index >= 0) where += "L3 " + std::to_string(task.l3_index);
-  if (task.numa_index >= 0)
-    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa_index);
+  if (task.numa_node >= 0)
+    where += std::string(where.empty() ? "" : ", ") + "NUMA " + std::to_string(task.numa_node);
   if (!where.empty()) line += " (" + where + ")";
   line += ", GPU " + (task.gpus.empty() ? std::string("-") : describe_gpus(task.gpus));
   line += ", NIC " + (task.nic_names.empty() ? std::string("-") : task.nic_names);

@@ -150,7 +150,7 @@ void Planner::build_task_plans() {
       return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
     };
     const int numa = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
-    plan.numa_index = numa >= 0 ? topo_.numa_os_number(numa) : -1;
+    plan.numa_node = numa >= 0 ? topo_.numa_os_number(numa) : -1;
     if (explain_ && numa >= 0) {
       explain_->tasks[task].memory =
           gpu && numa == gpu->numa_index ? MemoryReason::kGpuNuma : MemoryReason::kMostCpus;

@@ -157,7 +157,7 @@ bool read_task(pb_istream_t* stream, const pb_field_iter_t*, void** arg) {
   message.env.arg = &task.env;
   if (!pb_decode(stream, gpubind_v1_TaskPlan_fields, &message)) return false;
   task.rank = static_cast<int>(message.rank);
-  task.numa_index = message.numa_index;
+  task.numa_node = message.numa_node;
   task.l3_index = message.l3_index;
   return true;
 }

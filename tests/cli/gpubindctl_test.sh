@@ -29,7 +29,7 @@ lumi=(--topology "$fixtures/lumi-g.xml" --policy "$fixtures/lumi-g.policy")
 
 check "plan json rank 0" 0 '^\{"tasks":\[\{"rank":0,"cpus":"49-55","cpu_mask":"0xfe000000000000","ncores":7,"gpus":\[\{"step_index":0,"pci":"0000:c1:00.0"' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 8 --json
-check "plan json env" 0 '"nic_index":0,"nic_names":"hsn0","nic_indices":\[0\],"numa_index":3,"l3_index":6,"env":\{"ROCR_VISIBLE_DEVICES":"0"' \
+check "plan json env" 0 '"nic_index":0,"nic_names":"hsn0","nic_indices":\[0\],"numa_node":3,"l3_index":6,"env":\{"ROCR_VISIBLE_DEVICES":"0"' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 8 --json
 check "plan table" 0 '^7 +41-47 +0xfe0000000000 +7 +5 +2 +7 \(0000:de:00.0\) +hsn3$' \
   -- "$ctl" plan "${lumi[@]}" --ntasks 8

@@ -77,7 +77,7 @@ void expect_explained(const Topology& t, const SitePolicy& policy, const PlanReq
     for (const EnvVar var : task.env)
       EXPECT_EQ(mine.env[v++].name, var.name);
 
-    EXPECT_EQ(mine.memory != MemoryReason::kNone, task.numa_index >= 0);
+    EXPECT_EQ(mine.memory != MemoryReason::kNone, task.numa_node >= 0);
     bool shares = false;
     for (int cpu : task.cpus.to_vector())
       shares = shares || holders[cpu] > 1;

@@ -44,7 +44,7 @@ inline std::string fingerprint(const Plan& plan) {
   std::ostringstream out;
   for (const TaskPlan& task : plan.tasks) {
     out << task.rank << " " << task.cpus.to_list() << " nic=" << task.nic_index
-        << " numa=" << task.numa_index << " l3=" << task.l3_index << " gpus=";
+        << " numa=" << task.numa_node << " l3=" << task.l3_index << " gpus=";
     for (const TaskGpu& gpu : task.gpus)
       out << gpu.node_index << "/" << gpu.token << ",";
     for (const EnvVar var : task.env)

@@ -196,7 +196,7 @@ TEST(ApplyBinding, CpusThatCannotBeSetChangeNothing) {
   for (const std::string& cpus : {std::string("not-a-list"), std::string("4095")}) {
     task.cpus = cpus;
     MapEnvironment env(before);
-    const Status applied = apply_binding(task, env, {.clear_stale = true});
+    const auto applied = apply_binding(task, env, {.clear_stale = true});
     EXPECT_FALSE(applied) << cpus;
     EXPECT_EQ(env.vars, before) << cpus << ": nothing half-applied";
   }

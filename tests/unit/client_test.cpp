@@ -253,7 +253,7 @@ TEST(StepEnv, VerboseLine) {
   t.rank = 1;
   t.cpus = "57-63";
   t.l3_index = 7;
-  t.numa_index = 3;
+  t.numa_node = 3;
   t.gpus = {{"1", "0000:c6:00.0", ""}};
   t.nic_names = "hsn0";
   EXPECT_EQ(describe_binding("nid001", 9, t, "daemon"),
@@ -347,7 +347,7 @@ TEST(SiteArgs, OverrideExplicit) {
 TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
   TaskBinding task = gpu_task("nvidia", 1, "0");
   task.cpus = "0-7";
-  task.numa_index = 1;
+  task.numa_node = 1;
   task.env = {{"CUDA_VISIBLE_DEVICES", "0", false},
               {"OMP_NUM_THREADS", "8", true},
               {"OMP_PLACES", "cores", false},
@@ -355,7 +355,7 @@ TEST(StepEnv, SlurmsCpusReplaceThePlansAndWhatFollowsFromThem) {
               {"GPUBIND_NUMA", "1", false}};
   const TaskBinding kept = with_slurm_cpus(task, "3");
   EXPECT_EQ(kept.cpus, "3");
-  EXPECT_EQ(kept.numa_index, -1) << "no memory preference from a plan not applied";
+  EXPECT_EQ(kept.numa_node, -1) << "no memory preference from a plan not applied";
   std::map<std::string, std::string> env;
   for (const TaskEnv& var : kept.env)
     env[var.name] = var.value;

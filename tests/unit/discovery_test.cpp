@@ -299,10 +299,10 @@ TEST(CpuLessNuma, TasksPreferTheirGpusNumaNodeByItsLinuxNumber) {
   request.ntasks = 2;
   auto plan = make_plan(t, SitePolicy{}, request);
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(plan->tasks[0].numa_index, 0);
-  EXPECT_EQ(plan->tasks[1].numa_index, 2);  // NUMA node 2, hwloc's logical NUMA 3
+  EXPECT_EQ(plan->tasks[0].numa_node, 0);
+  EXPECT_EQ(plan->tasks[1].numa_node, 2);  // NUMA node 2, hwloc's logical NUMA 3
   for (const TaskPlan& task : plan->tasks)
-    EXPECT_NE(task.numa_index, 4) << "memory on a CPU-less node";
+    EXPECT_NE(task.numa_node, 4) << "memory on a CPU-less node";
 }
 
 // ---- NVIDIA MIG on a node discovered live ---------------------------------------------------
@@ -349,7 +349,7 @@ TEST(LiveMig, AStepOfMigInstancesIsPlacedNearTheirParentGpus) {
     ASSERT_EQ(plan->tasks[r].gpus.size(), 1u);
     EXPECT_EQ(plan->tasks[r].gpus[0].node_index, parent.index) << "rank " << r;
     EXPECT_TRUE(plan->tasks[r].cpus.is_subset_of(parent.locality.cpus)) << "rank " << r;
-    EXPECT_EQ(plan->tasks[r].numa_index, t.numa_os_number(parent.locality.numa_index));
+    EXPECT_EQ(plan->tasks[r].numa_node, t.numa_os_number(parent.locality.numa_index));
   }
 }
 // Without GPU runtimes no OS device names the GPUs: the kernel driver's own name does (NVIDIA's

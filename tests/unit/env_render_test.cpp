@@ -51,7 +51,7 @@ std::vector<TaskPlan> two_tasks() {
   tasks[0].gpus.push_back(amd_gpu(0, "0000:c1:00.0"));
   tasks[0].nic_index = 0;
   tasks[0].nic_indices = {0};
-  tasks[0].numa_index = 0;
+  tasks[0].numa_node = 0;
   tasks[1].rank = 1;
   tasks[1].cpus = CpuSet::range(4, 7);
   tasks[1].ncores = 4;
@@ -59,7 +59,7 @@ std::vector<TaskPlan> two_tasks() {
   tasks[1].gpus.push_back(amd_gpu(2, "0000:c9:00.0"));
   tasks[1].nic_index = 1;
   tasks[1].nic_indices = {1};
-  tasks[1].numa_index = 1;
+  tasks[1].numa_node = 1;
   return tasks;
 }
 

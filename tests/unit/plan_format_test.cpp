@@ -24,7 +24,7 @@ TEST(PlanFormat, JsonHasTheDocumentedShape) {
             0u)
       << json.substr(0, 200);
   EXPECT_NE(json.find(R"("gpus":[{"step_index":0,"pci":"0000:c1:00.0",)"), std::string::npos);
-  EXPECT_NE(json.find(R"("nic_index":0,"nic_names":"hsn0","nic_indices":[0],"numa_index":3,)"),
+  EXPECT_NE(json.find(R"("nic_index":0,"nic_names":"hsn0","nic_indices":[0],"numa_node":3,)"),
             std::string::npos)
       << json;
   EXPECT_NE(json.find(R"("env":{"ROCR_VISIBLE_DEVICES":"0",)"), std::string::npos);

@@ -71,7 +71,7 @@ TEST(PlannerLumi, EightRanksMatchTheSitePublishedMasks) {
     EXPECT_EQ(task.ncores, 7);
   }
   EXPECT_EQ(plan.tasks[0].cpus.to_list(), "49-55");
-  EXPECT_EQ(plan.tasks[0].numa_index, 3);
+  EXPECT_EQ(plan.tasks[0].numa_node, 3);
   EXPECT_EQ(plan.tasks[0].l3_index, 6);
   EXPECT_TRUE(plan.warnings.empty());
 }
@@ -720,11 +720,11 @@ TEST(PlannerMi300a, PartitionsOfOneApuSplitItsL3s) {
 TEST(PlannerA100, PolicyGpuOrderChangesNumberingNotLocality) {
   Topology t = fixture("a100-pcionly");
   const Plan pci_order = plan_or_fail(t, SitePolicy(), tasks(4));
-  EXPECT_EQ(pci_order.tasks[0].numa_index, 3) << "GPU 0 (bus 03) sits on NUMA 3";
+  EXPECT_EQ(pci_order.tasks[0].numa_node, 3) << "GPU 0 (bus 03) sits on NUMA 3";
   ASSERT_TRUE(apply_gpu_order(t, {"3", "2", "1", "0"}));
   const Plan reordered = plan_or_fail(t, SitePolicy(), tasks(4));
   for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(reordered.tasks[r].numa_index, r);
+    EXPECT_EQ(reordered.tasks[r].numa_node, r);
     EXPECT_EQ(env_of(reordered.tasks[r], "CUDA_VISIBLE_DEVICES"), std::to_string(r));
     EXPECT_EQ(t.nics[reordered.tasks[r].nic_index].locality.numa_index, r);
   }
@@ -894,7 +894,7 @@ TEST(PlannerUuids, MigInstancesArePlacedNearTheirParentGpu) {
     EXPECT_EQ(plan.tasks[r].gpus[0].node_index, 6);
     EXPECT_EQ(env_of(plan.tasks[r], "CUDA_VISIBLE_DEVICES"), request.unplaced_gpus[r]);
     EXPECT_TRUE(plan.tasks[r].cpus.intersects(t.gpus[6].locality.cpus)) << "rank " << r;
-    EXPECT_EQ(plan.tasks[r].numa_index, t.numa_os_number(t.gpus[6].locality.numa_index));
+    EXPECT_EQ(plan.tasks[r].numa_node, t.numa_os_number(t.gpus[6].locality.numa_index));
   }
   // MIG on several GPUs: Slurm numbers the 6 GPUs without MIG first (0-5), then the instances
   // GPU by GPU: 6-7 on GPU 1, 8-10 on GPU 6.
@@ -1125,7 +1125,7 @@ TEST(PlannerSpareCores, TasksShareTheCoresNoGpuIsNear) {
   request.gpus = std::vector<StepGpu>{{0, "0"}, {1, "1"}};
   const Plan plan = plan_or_fail(t, SitePolicy(), request);
   EXPECT_EQ(cores_per_task(plan), (std::vector<int>{256, 256}));
-  EXPECT_EQ(plan.tasks[0].numa_index, 0) << "memory stays on the GPU's NUMA node";
+  EXPECT_EQ(plan.tasks[0].numa_node, 0) << "memory stays on the GPU's NUMA node";
   EXPECT_TRUE(t.gpus[0].locality.cpus.is_subset_of(plan.tasks[0].cpus));
   SitePolicy domain_only;
   domain_only.gpu_domain_only = true;

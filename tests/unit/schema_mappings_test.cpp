@@ -253,7 +253,7 @@ v1::PlanResponse as_answer(const protocol::StepPlan& plan) {
     v1::TaskPlan& task = *answer.add_tasks();
     task.set_rank(static_cast<uint32_t>(in.rank));
     task.set_cpus(in.cpus);
-    task.set_numa_index(in.numa_index);
+    task.set_numa_node(in.numa_node);
     task.set_l3_index(in.l3_index);
     task.set_nic_names(in.nic_names);
     for (const protocol::TaskGpuInfo& info : in.gpus) {

@@ -62,7 +62,7 @@ TEST(SitePolicies, AuroraKeepsCores0And52AndGivesTiles) {
 TEST(SitePolicies, PerlmutterRankZeroSitsOnNumaThree) {
   const Plan p = plan(site("perlmutter", "a100-pcionly"), 4);
   for (int r = 0; r < 4; ++r)
-    EXPECT_EQ(p.tasks[r].numa_index, 3 - r);
+    EXPECT_EQ(p.tasks[r].numa_node, 3 - r);
 }
 
 // The Slingshot examples give NCCL/RCCL every Slingshot interface of the node, one list in every

@@ -134,7 +134,7 @@ TEST(Wire, ThePluginReadsTheDaemonsPlan) {
     const TaskBinding& got = plan->tasks[i];
     EXPECT_EQ(got.rank, static_cast<int>(sent.rank()));
     EXPECT_EQ(got.cpus, sent.cpus());
-    EXPECT_EQ(got.numa_index, sent.numa_index());
+    EXPECT_EQ(got.numa_node, sent.numa_node());
     EXPECT_EQ(got.l3_index, sent.l3_index());
     EXPECT_EQ(got.nic_names, sent.nic_names());
     EXPECT_EQ(got.vendor, "amd");

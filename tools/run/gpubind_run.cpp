@@ -322,7 +322,12 @@ int run(const Options& o, client::OnError& site_on_error) {
     client::ProcessEnvironment own_env;
     client::ApplyOptions how = decision.options;
     how.clear_stale = true;
-    if (auto applied = client::apply_binding(task, own_env, how); !applied) {
+    auto applied = client::apply_binding(task, own_env, how);
+    if (applied && !applied->memory_refused.empty()) {
+      std::fprintf(stderr, "gpubind-run: local rank %d: %s; memory stays where the kernel puts it\n",
+                   place->rank, applied->memory_refused.c_str());
+    }
+    if (!applied) {
       if (on_error == client::OnError::kFail) {
         std::fprintf(stderr, "gpubind-run: cannot bind local rank %d: %s\n", place->rank,
                      applied.error().message.c_str());

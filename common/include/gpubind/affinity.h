@@ -40,15 +40,21 @@ inline Status set_affinity(const CpuSet& cpus) {
   return Ok{};
 }
 
-// Linux memory policy: prefer NUMA node `node` (the kernel falls back elsewhere when it is full).
-inline void prefer_numa_node(int node) {
-  constexpr int kMaxNodes = 1024;
-  if (node < 0 || node >= kMaxNodes) return;
+// Linux memory policy: prefer NUMA node `node`, its Linux number (the kernel falls back
+// elsewhere when it is full). Fails, naming the node and the kernel's reason, where the kernel
+// refuses (a node outside the task's cpuset's memory nodes: EINVAL).
+inline Status prefer_numa_node(int node) {
+  constexpr int kMaxNodes = 1024;  // the kernel's MAX_NUMNODES on the largest configurations
+  if (node < 0 || node >= kMaxNodes)
+    return make_error("NUMA node " + std::to_string(node) + " is out of range");
   constexpr int kMpolPreferred = 1;
   constexpr int kBits = 8 * sizeof(unsigned long);
   unsigned long mask[kMaxNodes / kBits] = {};
   mask[node / kBits] |= 1UL << (node % kBits);
-  syscall(SYS_set_mempolicy, kMpolPreferred, mask, static_cast<unsigned long>(kMaxNodes));
+  if (syscall(SYS_set_mempolicy, kMpolPreferred, mask, static_cast<unsigned long>(kMaxNodes)) != 0)
+    return make_error("the kernel refused NUMA node " + std::to_string(node) +
+                      " for memory: " + std::strerror(errno));
+  return Ok{};
 }
 
 }  // namespace gpubind

@@ -114,7 +114,7 @@ struct TaskPlan {
   std::string nic_names;  // their names, "mlx5_0,mlx5_3"
   // The Linux number of the NUMA node for the task's memory (numactl's and set_mempolicy's):
   // its GPU's, where it has cores there, else the one holding most of its CPUs.
-  int numa_index = -1;
+  int numa_node = -1;
   int l3_index = -1;  // L3 holding most of the task's CPUs
   EnvList env;
 };

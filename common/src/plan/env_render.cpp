@@ -334,7 +334,7 @@ class TaskPlaceholders final : public PlaceholderSource {
       case Placeholder::kNcores:
         return append_number(out, task_->ncores);
       case Placeholder::kNuma:
-        return append_number(out, task_->numa_index, task_->numa_index >= 0);
+        return append_number(out, task_->numa_node, task_->numa_node >= 0);
       case Placeholder::kL3:
         return append_number(out, task_->l3_index, task_->l3_index >= 0);
       case Placeholder::kLocalRank:
@@ -622,7 +622,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
         env.add("GPUBIND_GPU_PCI", pci);
     }
     if (task.nic_index >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
-    if (task.numa_index >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_index).view());
+    if (task.numa_node >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_node).view());
     bytes = env.bytes();
     if (rules) order_env_rules(env, *rules);
   }

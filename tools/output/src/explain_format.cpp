@@ -239,7 +239,7 @@ std::vector<Line> task_lines(const Topology& topology, const Plan& plan, const P
     lines.push_back(
         {"NIC", topology.nics[choice.nic_index].name, nic_text(topology, task, choice)});
   if (why.memory != MemoryReason::kNone) {
-    lines.push_back({"memory", "NUMA " + std::to_string(task.numa_index),
+    lines.push_back({"memory", "NUMA " + std::to_string(task.numa_node),
                      why.memory == MemoryReason::kGpuNuma
                          ? "its GPU's NUMA node, where it has cores"
                          : "the NUMA node holding most of its CPUs"});
@@ -408,7 +408,7 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
     Json entry{{"rank", why.rank},       {"cpus", task.cpus.to_list()},
                {"ncores", task.ncores},  {"gpus", gpus},
                {"cores", cores},         {"nics", nics},
-               {"numa", task.numa_index}};
+               {"numa", task.numa_node}};
     entry["memory"] = why.memory == MemoryReason::kGpuNuma    ? "gpu-numa"
                       : why.memory == MemoryReason::kMostCpus ? "most-cpus"
                                                               : "none";

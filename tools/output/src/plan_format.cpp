@@ -73,7 +73,7 @@ std::string plan_to_json(const Plan& plan) {
                          {"nic_index", task.nic_index},
                          {"nic_names", task.nic_index >= 0 ? Json(task.nic_names) : Json(nullptr)},
                          {"nic_indices", task.nic_indices},
-                         {"numa_index", task.numa_index},
+                         {"numa_node", task.numa_node},
                          {"l3_index", task.l3_index},
                          {"env", std::move(env)},
                          {"env_only_if_unset", std::move(only_if_unset)}});
@@ -93,7 +93,7 @@ std::string plan_to_table(const Plan& plan) {
     rows.push_back({std::to_string(task.rank), task.cpus.to_list(), task.cpus.to_mask(),
                     std::to_string(task.ncores),
                     task.l3_index >= 0 ? std::to_string(task.l3_index) : "-",
-                    task.numa_index >= 0 ? std::to_string(task.numa_index) : "-",
+                    task.numa_node >= 0 ? std::to_string(task.numa_node) : "-",
                     gpus.empty() ? "-" : gpus, task.nic_index >= 0 ? task.nic_names : "-"});
   }
   std::string out = format_table(rows);

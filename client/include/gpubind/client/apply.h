@@ -58,9 +58,16 @@ void clear_stale_binding(TaskEnvironment& env);
 // bound task, where a value gpubind set may have been exported again by the user.
 void clear_binding_info(TaskEnvironment& env);
 
+// What applying left undone without failing: the memory preference the kernel refused ("" if
+// none), for the caller to say.
+struct Applied {
+  std::string memory_refused;
+};
+
 // Binds the calling process (the task) to `task`'s CPUs, prefers its NUMA node for memory, and
 // sets its variables (those marked only_if_unset only where unset) with the record of what was
 // set (kSetRecordVar). Fails only when the CPUs cannot be set, and then changes nothing.
-Status apply_binding(const TaskBinding& task, TaskEnvironment& env, const ApplyOptions& options);
+Result<Applied> apply_binding(const TaskBinding& task, TaskEnvironment& env,
+                              const ApplyOptions& options);
 
 }  // namespace gpubind::client

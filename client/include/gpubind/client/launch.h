@@ -34,7 +34,8 @@ struct StepFacts {
 StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool override_explicit);
 
 // Each task's CPUs under an explicit CPU binding whose list says them (mask_cpu, map_cpu, their
-// entries reused in turn as Slurm does; none: the step's CPUs); nullopt for any other.
+// entries reused in turn as Slurm does); nullopt for any other (none, cores, rank...: no task's
+// own CPUs are known before it starts). `step_cpus` must not be empty.
 std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks,
                                                   const CpuSet& step_cpus);
 

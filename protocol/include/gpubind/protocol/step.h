@@ -57,7 +57,8 @@ struct TaskGpuInfo {
 struct TaskBinding {
   int rank = 0;  // local rank
   std::string cpus;
-  int numa_index = -1, l3_index = -1;  // the NUMA node and L3 holding most of its CPUs
+  int numa_node = -1;  // the Linux number of the NUMA node for its memory, -1 = none
+  int l3_index = -1;   // the L3 holding most of its CPUs
   std::vector<TaskGpuInfo> gpus;
   std::string tokens;     // the task's GPU visibility tokens, "3" or "2,3"
   std::string vendor;     // vendor of the task's GPUs, "" without GPUs
