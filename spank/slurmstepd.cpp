@@ -188,7 +188,7 @@ Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
   return built;
 }
 
-// The daemon's plan, else the in-process fallback (step_source.h); what an administrator must
+// The daemon's plan, else the in-process fallback (plan_source.h); what an administrator must
 // see goes to slurmd's log.
 Result<StepPlan> plan_step_here(const StepRequest& request) {
   return client::plan_step(

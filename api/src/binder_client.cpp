@@ -14,7 +14,7 @@
 #include "gpubind/protocol/io.h"
 #include "gpubind/v1/binder.grpc.pb.h"
 
-namespace gpubind::client {
+namespace gpubind::api {
 namespace {
 
 std::shared_ptr<grpc::Channel> make_channel(const std::string& socket_path) {
@@ -116,4 +116,4 @@ Result<DaemonStatus> BinderClient::status(std::chrono::milliseconds timeout) {
   return api::status_from_proto(response);
 }
 
-}  // namespace gpubind::client
+}  // namespace gpubind::api

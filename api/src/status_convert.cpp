@@ -2,8 +2,8 @@
 
 namespace gpubind::api {
 
-client::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto) {
-  client::DaemonStatus status;
+api::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto) {
+  api::DaemonStatus status;
   status.version = proto.version();
   status.uptime_s = proto.uptime_s();
   status.policy_source = proto.policy_source();

@@ -73,7 +73,7 @@ class DaemonTest : public ::testing::Test {
     std::vector<std::thread> callers;
     for (int i = 0; i < n; ++i) {
       callers.emplace_back([this, i, first_job, timeout, done] {
-        client::BinderClient own(socket_);
+        api::BinderClient own(socket_);
         PlanRequest request;
         request.ntasks = 8;
         done(static_cast<bool>(own.plan(request, {first_job + i, 0}, timeout)));
@@ -82,8 +82,8 @@ class DaemonTest : public ::testing::Test {
     return callers;
   }
 
-  client::BinderClient& client() {
-    if (!client_) client_ = std::make_unique<client::BinderClient>(socket_);
+  api::BinderClient& client() {
+    if (!client_) client_ = std::make_unique<api::BinderClient>(socket_);
     return *client_;
   }
 
@@ -96,7 +96,7 @@ class DaemonTest : public ::testing::Test {
   std::string dir_, socket_, policy_;
   std::unique_ptr<NotifySocket> notify_;
   DaemonProcess daemon_;
-  std::unique_ptr<client::BinderClient> client_;
+  std::unique_ptr<api::BinderClient> client_;
 };
 
 TEST_F(DaemonTest, NotifiesReadyAndServesOnAWorldWritableSocket) {
@@ -293,7 +293,7 @@ TEST_F(DaemonTest, SigtermDrainsAndExitsZero) {
   std::atomic<bool> stop{false};
   std::atomic<int> answered{0};
   std::thread load([&] {
-    client::BinderClient loader(socket_);
+    api::BinderClient loader(socket_);
     PlanRequest request;
     request.ntasks = 56;
     while (!stop) {
@@ -1100,7 +1100,7 @@ TEST_F(TrustTest, ASocketSomeoneElseCouldHavePutThereIsNotTrusted) {
 }
 
 TEST(DaemonClient, AnUnreachableDaemonFailsFastWithTheSocketNamed) {
-  client::BinderClient nobody("/tmp/gpubind-test-no-such.sock");
+  api::BinderClient nobody("/tmp/gpubind-test-no-such.sock");
   PlanRequest request;
   const auto t0 = std::chrono::steady_clock::now();
   auto reply = nobody.plan(request, {}, 300ms);

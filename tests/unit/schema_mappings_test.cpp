@@ -420,7 +420,7 @@ TEST(SchemaMappings, TopologyJsonCarriesEveryField) {
 // ---- GetStatusResponse -------------------------------------------------------------------------
 
 // The client's status as it holds it, back as the answer it was read from.
-v1::GetStatusResponse as_response(const client::DaemonStatus& status) {
+v1::GetStatusResponse as_response(const api::DaemonStatus& status) {
   v1::GetStatusResponse response;
   response.set_version(status.version);
   response.set_uptime_s(status.uptime_s);

@@ -11,7 +11,7 @@
 #include "gpubind/node_check.h"
 #include "gpubind/output/json.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 
 int run_check_node(const Args& args) {
   const std::optional<std::string> topology = args.get("topology");
@@ -36,7 +36,7 @@ int run_check_node(const Args& args) {
       auto access = daemon_access(args);
       if (!access) return fail(access.error().message);
       socket = access->socket;
-      auto status = client::BinderClient(access->socket).status(access->timeout);
+      auto status = api::BinderClient(access->socket).status(access->timeout);
       facts.daemon_error = status ? "" : access->socket + ": " + status.error().message;
     }
   }
@@ -77,4 +77,4 @@ int run_check_node(const Args& args) {
   return healthy ? kExitOk : kExitFailed;
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

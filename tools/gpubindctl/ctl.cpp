@@ -15,7 +15,7 @@
 #include "gpubind/api/binder_client.h"
 #include "gpubind/protocol/limits.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
 // Whether gpubindd on `socket` closes a gRPC connection from this user before answering it: it
@@ -126,7 +126,7 @@ Result<Node> load_offline(const Args& args) {
 Result<DaemonAccess> daemon_access(const Args& args) {
   auto timeout = args.get_int("timeout", 5000, 1, 3600 * 1000);
   if (!timeout) return timeout.error();
-  return DaemonAccess{args.get("socket").value_or(client::default_socket()),
+  return DaemonAccess{args.get("socket").value_or(api::default_socket()),
                       std::chrono::milliseconds(*timeout)};
 }
 
@@ -144,4 +144,4 @@ Status write_file_atomically(const std::string& path, const std::string& content
   return Ok{};
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

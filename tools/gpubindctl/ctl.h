@@ -10,7 +10,9 @@
 #include "gpubind/planner.h"
 #include "gpubind/result.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
+
+using cli::Args;  // the tools' shared argument parser (cli_args.h)
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
@@ -52,4 +54,4 @@ int run_metrics(const Args& args);   // metrics_command.cpp
 // check_node_command.cpp
 int run_check_node(const Args& args);
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

@@ -9,7 +9,7 @@
 #include "gpubind/bench/load.h"
 #include "gpubind/output/json.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
 output::Json bench_json(const bench::LoadResult& r) {
@@ -25,9 +25,9 @@ output::Json bench_json(const bench::LoadResult& r) {
 int run_status(const Args& args) {
   auto access = daemon_access(args);
   if (!access) return fail(access.error().message);
-  auto status = client::BinderClient(access->socket).status(access->timeout);
+  auto status = api::BinderClient(access->socket).status(access->timeout);
   if (!status) return fail_from_daemon(access->socket, status.error());
-  const client::DaemonStatus& s = *status;
+  const api::DaemonStatus& s = *status;
   if (args.has("json")) {
     const output::Json json{{"socket", access->socket},
                             {"version", s.version},
@@ -81,10 +81,10 @@ int run_bench(const Args& args) {
   auto access = daemon_access(args);
   if (!access) return fail(access.error().message);
   // One call first: the daemon must answer, and the floor echoes an answer of the same size.
-  auto probe = client::BinderClient(access->socket).plan(request, {}, access->timeout);
+  auto probe = api::BinderClient(access->socket).plan(request, {}, access->timeout);
   if (!probe) return fail_from_daemon(access->socket, probe.error());
   const bool bypass = args.has("no-cache");
-  client::BinderClient status_client(access->socket);
+  api::BinderClient status_client(access->socket);
   auto before = status_client.status(access->timeout);
   const bench::LoadResult rpc =
       bench::plan_over_grpc(access->socket, request, *clients, *requests, bypass);
@@ -157,4 +157,4 @@ int run_bench(const Args& args) {
   return kExitOk;
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

@@ -18,7 +18,7 @@
 #include "gpubind/slurm_words.h"
 #include <algorithm>
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
 struct Explained {
@@ -89,7 +89,7 @@ std::string first_difference(const Plan& mine, const Plan& daemons) {
 Result<Explained> explain_from_daemon(const Args& args, const PlanRequest& asked) {
   auto access = daemon_access(args);
   if (!access) return access.error();
-  client::BinderClient client(access->socket);
+  api::BinderClient client(access->socket);
   auto status = client.status(access->timeout);
   if (!status) return status.error();
   auto node = client.topology(access->timeout);
@@ -176,7 +176,7 @@ int run_explain(const Args& args) {
   if (!explained) {
     if (offline(args)) return fail(explained.error().message, kExitBadInput);
     const bool bad_input = explained.error().invalid_input || explained.error().node_mismatch;
-    return fail_from_daemon(args.get("socket").value_or(client::default_socket()),
+    return fail_from_daemon(args.get("socket").value_or(api::default_socket()),
                             explained.error(), bad_input ? kExitBadInput : kExitFailed);
   }
   const Explained& e = *explained;
@@ -187,4 +187,4 @@ int run_explain(const Args& args) {
   return kExitOk;
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

@@ -8,7 +8,7 @@
 
 #include "ctl.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
 constexpr const char* kUsage = R"(usage: gpubindctl [--socket PATH] [--timeout MS] COMMAND [OPTIONS]
@@ -144,8 +144,8 @@ int run(std::vector<std::string> argv) {
 }
 
 }  // namespace
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl
 
 int main(int argc, char** argv) {
-  return gpubind::cli::run(std::vector<std::string>(argv + 1, argv + argc));
+  return gpubind::ctl::run(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -7,10 +7,10 @@
 #include "gpubind/api/binder_client.h"
 #include "gpubind/output/metrics_format.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
-output::DaemonMetrics metrics_of(const client::DaemonStatus& s) {
+output::DaemonMetrics metrics_of(const api::DaemonStatus& s) {
   output::DaemonMetrics m;
   m.version = s.version;
   m.start_time_s = s.start_time_s;
@@ -44,7 +44,7 @@ int run_metrics(const Args& args) {
   // node_exporter's textfile collector reads *.prom only.
   if (textfile && !ends_with(*textfile, ".prom"))
     return fail("--textfile: the file's name must end in .prom, got '" + *textfile + "'");
-  auto status = client::BinderClient(access->socket).status(access->timeout);
+  auto status = api::BinderClient(access->socket).status(access->timeout);
   // A daemon that does not answer still gets its metrics written: gpubind_daemon_up 0.
   std::string text;
   if (status) {
@@ -63,4 +63,4 @@ int run_metrics(const Args& args) {
   return kExitOk;
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

@@ -12,7 +12,7 @@
 #include "gpubind/output/plan_svg.h"
 #include "gpubind/output/plan_timing.h"
 
-namespace gpubind::cli {
+namespace gpubind::ctl {
 namespace {
 
 // What a plan is drawn on: the node, its reserved CPUs and the plan itself.
@@ -38,7 +38,7 @@ Result<PlannedNode> plan_offline(const Args& args, const PlanRequest& request) {
 Result<PlannedNode> plan_from_daemon(const Args& args, const PlanRequest& request) {
   auto access = daemon_access(args);
   if (!access) return access.error();
-  client::BinderClient client(access->socket);
+  api::BinderClient client(access->socket);
   for (int attempt = 0;; ++attempt) {
     auto reply = client.plan(request, {}, access->timeout);
     if (!reply) return reply.error();
@@ -92,7 +92,7 @@ int run_topology(const Args& args) {
     if (args.has("policy")) return fail("--policy applies offline only (with --topology)");
     auto access = daemon_access(args);
     if (!access) return fail(access.error().message);
-    auto fetched = client::BinderClient(access->socket).topology(access->timeout);
+    auto fetched = api::BinderClient(access->socket).topology(access->timeout);
     if (!fetched) return fail_from_daemon(access->socket, fetched.error());
     topology = std::move(fetched->topology);
   }
@@ -113,7 +113,7 @@ int run_plan(const Args& args) {
     if (offline(args)) return fail(planned.error().message, kExitBadInput);
     // A GPU or CPU the daemon's node lacks is, here, one the command line named.
     const bool bad_input = planned.error().invalid_input || planned.error().node_mismatch;
-    return fail_from_daemon(args.get("socket").value_or(client::default_socket()), planned.error(),
+    return fail_from_daemon(args.get("socket").value_or(api::default_socket()), planned.error(),
                             bad_input ? kExitBadInput : kExitFailed);
   }
   if (auto svg = args.get("svg")) {
@@ -126,4 +126,4 @@ int run_plan(const Args& args) {
   return kExitOk;
 }
 
-}  // namespace gpubind::cli
+}  // namespace gpubind::ctl

@@ -194,7 +194,7 @@ std::string stepd_lib_path(const Site& site) {
 }
 
 // With --topology, here on that dump (no daemon asked); else as the plugin plans a step
-// (step_source.h). Whatever went wrong with the daemon is in the plan's first warning or the
+// (plan_source.h). Whatever went wrong with the daemon is in the plan's first warning or the
 // error, both said on stderr: there is no other log to report it to.
 Result<client::StepPlan> plan_step(const client::StepRequest& request, const Options& o,
                                    const Site& site) {

@@ -12,7 +12,7 @@
 #include "gpubind/result.h"
 #include "gpubind/topology.h"
 
-namespace gpubind::client {
+namespace gpubind::api {
 
 // Where clients look for the daemon: $GPUBIND_SOCKET, else /run/gpubind/gpubind.sock.
 std::string default_socket();
@@ -78,4 +78,4 @@ class BinderClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace gpubind::client
+}  // namespace gpubind::api

@@ -7,6 +7,6 @@
 
 namespace gpubind::api {
 
-client::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto);
+api::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto);
 
 }  // namespace gpubind::api
