@@ -81,10 +81,14 @@ void decide_every_task(benchmark::State& state,
   state.SetItemsProcessed(state.iterations() * kTasks);
 }
 
-void BM_LaunchClosestNamed(benchmark::State& state) { decide_every_task(state, step().named); }
+void BM_LaunchClosestNamed(benchmark::State& state) {
+  decide_every_task(state, step().named);
+}
 BENCHMARK(BM_LaunchClosestNamed)->Unit(benchmark::kMicrosecond);
 
-void BM_LaunchClosestByCpus(benchmark::State& state) { decide_every_task(state, step().by_cpus); }
+void BM_LaunchClosestByCpus(benchmark::State& state) {
+  decide_every_task(state, step().by_cpus);
+}
 BENCHMARK(BM_LaunchClosestByCpus)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

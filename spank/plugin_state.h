@@ -54,7 +54,7 @@ struct PluginState {
   std::vector<std::pair<int, std::string>> step_gpus;
   int local_tasks = 0;
   client::StepFacts facts;  // what Slurm and the user fixed, as the request carried it
-  std::string failure;  // why there is no plan
+  std::string failure;      // why there is no plan
   std::string host;
 };
 

@@ -85,7 +85,7 @@ std::optional<int> own_het_component(spank_t sp) {
   if (!count) return std::nullopt;
   uint32_t job_id = 0;
   if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) return std::nullopt;
-  const auto components = parse_whole_number(*count, 1, 1024);
+  const auto components = parse_whole_number(*count, 1, slurm::kMaxHetComponents);
   if (!components) return std::nullopt;
   return client::het_component(env_of(sp), job_id, static_cast<int>(*components));
 }
@@ -288,7 +288,6 @@ void say_binding(const PluginState& s, unsigned global_id, const TaskBinding& ta
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-
 // The task's own facts just before exec: its local id, the step's task count, its CPUs now.
 client::TaskLaunch task_launch(int local_id) {
   client::TaskLaunch task;
@@ -359,12 +358,12 @@ int slurmstepd_task_init(spank_t sp) {
   std::vector<int> step_indices;
   for (const auto& gpu : s.step_gpus)
     step_indices.push_back(gpu.first);
-  const LaunchDecision decision =
-      client::decide_launch(s.plan, s.facts, step_indices, task_env.lookup(),
-                            task_launch(local_id), s.flags.no_gpu_env);
+  const LaunchDecision decision = client::decide_launch(
+      s.plan, s.facts, step_indices, task_env.lookup(), task_launch(local_id), s.flags.no_gpu_env);
   if (!decision.apply) return keep_slurms(decision.why);
   TaskBinding task = s.plan.tasks[decision.planned];
-  if (decision.cpus_bound_at_launch) task = client::with_slurm_cpus(task, current_affinity().to_list());
+  if (decision.cpus_bound_at_launch)
+    task = client::with_slurm_cpus(task, current_affinity().to_list());
   say_what_stays(s, local_id, decision);
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);

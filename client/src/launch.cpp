@@ -58,9 +58,8 @@ StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool ove
   if (facts.gpu_binding.empty() && !user.gpu.empty() && user.gpu != "none")
     facts.gpu_binding = user.gpu;
   if (facts.gpu_binding.empty()) {
-    if (const auto per_task = env("SLURM_GPUS_PER_TASK")) {
-      if (parse_whole_number(*per_task, 1, 1 << 20))
-        facts.gpu_binding = "per_task:" + *per_task;
+    if (const auto per_task = env(slurm::kGpusPerTask)) {
+      if (parse_whole_number(*per_task, 1, 1 << 20)) facts.gpu_binding = "per_task:" + *per_task;
     }
   }
   facts.slurm_cpus = !user.cpu.empty() && !override_explicit;
@@ -119,8 +118,8 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
   }
   if (facts.slurm_cpus) {
     const auto step_cpus = CpuSet::parse_list(request.allowed_cpus);
-    const auto lists = step_cpus ? cpu_bind_lists(facts.user.cpu, request.ntasks, *step_cpus)
-                                 : std::nullopt;
+    const auto lists =
+        step_cpus ? cpu_bind_lists(facts.user.cpu, request.ntasks, *step_cpus) : std::nullopt;
     if (lists) {
       for (size_t task = 0; task < lists->size(); ++task)
         fixed[task].cpus = (*lists)[task].to_list();
@@ -139,8 +138,8 @@ LaunchDecision decide_launch(const StepPlan& plan, const StepFacts& facts,
     return keep_slurms("no plan for local task " + std::to_string(task.local_id));
   const TaskBinding& planned = plan.tasks[task.local_id];
   LaunchDecision decision;
-  const auto choice = slurm_task_gpus(task_env, step_gpus, task.local_id, task.local_tasks, plan,
-                                      task.affinity);
+  const auto choice =
+      slurm_task_gpus(task_env, step_gpus, task.local_id, task.local_tasks, plan, task.affinity);
   if (choice) {
     const std::string binding = choice->binding.empty() ? "its GPU binding" : choice->binding;
     if (!choice->identified) {

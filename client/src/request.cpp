@@ -5,6 +5,7 @@
 
 #include "gpubind/client/worker_gpus.h"
 #include "gpubind/parse.h"
+#include "gpubind/slurm_words.h"
 
 namespace gpubind::client {
 namespace {
@@ -39,13 +40,13 @@ StepRequest make_request(const StepShape& shape, const UserFlags& flags, const E
 
 BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const UserFlags& flags,
                                 const SiteArgs& site) {
-  shape.threads_per_core = count_from_env(env, "SLURM_THREADS_PER_CORE");
+  shape.threads_per_core = count_from_env(env, slurm::kThreadsPerCore);
   BuiltRequest built{make_request(shape, flags, env), "", ""};
   StepRequest& request = built.request;
   // The step's GPUs are the ones Slurm lists for it. A visibility variable without Slurm's list
   // is the user's own (a node whose GPUs Slurm does not manage, or a step given none): it is
   // neither read as the step's GPUs nor changed.
-  const bool slurm_listed = env("SLURM_STEP_GPUS").has_value();
+  const bool slurm_listed = env(slurm::kStepGpus).has_value();
   StepGpus gpus = slurm_listed ? step_gpus_from_env(env) : StepGpus{};
   std::optional<EnvEntry> own = slurm_listed ? std::nullopt : slurm_visibility_var(env);
   if (const auto hip = env("HIP_VISIBLE_DEVICES"); !slurm_listed && !own && hip)
@@ -66,17 +67,17 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
     request.hip_inherited = true;
     request.inherited_hip = *hip;
   }
-  request.cpus_per_task = count_from_env(env, "SLURM_CPUS_PER_TASK");
-  request.gpus_per_task = count_from_env(env, "SLURM_GPUS_PER_TASK");
-  request.tasks_per_gpu = count_from_env(env, "SLURM_NTASKS_PER_GPU");
+  request.cpus_per_task = count_from_env(env, slurm::kCpusPerTask);
+  request.gpus_per_task = count_from_env(env, slurm::kGpusPerTask);
+  request.tasks_per_gpu = count_from_env(env, slurm::kTasksPerGpu);
   return built;
 }
 
 BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
                                    const UserFlags& flags) {
   StepShape shape;
-  shape.job_id = id_from_env(env, "SLURM_JOB_ID");
-  shape.step_id = id_from_env(env, "SLURM_STEP_ID");
+  shape.job_id = id_from_env(env, slurm::kJobId);
+  shape.step_id = id_from_env(env, slurm::kStepId);
   shape.ntasks = place.size;
   shape.cpus = cpus;
   BuiltRequest built{make_request(shape, flags, env), "", ""};

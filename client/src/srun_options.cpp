@@ -107,7 +107,7 @@ std::vector<std::string> passed_vars(const char* het_components) {
   std::vector<std::string> names = {kExplicitEnv, kSrunFlagsEnv};
   if (!het_components) return names;
   // An unreadable count passes no component variables (they are cleared by name only).
-  const auto count = parse_whole_number(het_components, 0, 1024);
+  const auto count = parse_whole_number(het_components, 0, slurm::kMaxHetComponents);
   for (int k = 0; count && k < static_cast<int>(*count); ++k) {
     names.push_back(het_flags_var(k));
     names.push_back(het_explicit_var(k));

@@ -8,6 +8,7 @@
 
 #include "gpubind/env.h"
 #include "gpubind/parse.h"
+#include "gpubind/slurm_words.h"
 
 namespace gpubind::client {
 
@@ -45,7 +46,7 @@ StepGpus step_gpus_from_env(const EnvLookup& env) {
   StepGpus out;
   // The step's own list only: a step without GPUs in a job with GPUs (--gres=none, --gpus=0) has
   // the job's SLURM_JOB_GPUS but no SLURM_STEP_GPUS, and must get no GPU.
-  const std::optional<std::string> indices = env("SLURM_STEP_GPUS");
+  const std::optional<std::string> indices = env(slurm::kStepGpus);
   const std::optional<EnvEntry> visibility = slurm_visibility_var(env);
   const std::optional<std::string> tokens =
       visibility ? std::optional<std::string>(visibility->value) : std::nullopt;
@@ -142,7 +143,6 @@ std::optional<std::string> positions_in_primary(const EnvLookup& task_env, const
   return positions;
 }
 
-
 // FNV-1a: a value's fingerprint in the record, so the record does not repeat the values.
 std::string fingerprint(const std::string& value) {
   uint32_t hash = 2166136261u;
@@ -154,7 +154,6 @@ std::string fingerprint(const std::string& value) {
 }
 
 }  // namespace
-
 
 std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set) {
   std::string record;
@@ -224,8 +223,8 @@ std::vector<VisibilityUpdate> other_visibility_vars(const EnvLookup& task_env,
 
 std::optional<int> het_component(const EnvLookup& env, unsigned long job_id, int components) {
   const std::string id = std::to_string(job_id);
-  for (int k = 0; k < components && k < 1024; ++k) {
-    for (const char* prefix : {"SLURM_JOB_ID_HET_GROUP_", "SLURM_JOB_ID_PACK_GROUP_"}) {
+  for (int k = 0; k < components && k < slurm::kMaxHetComponents; ++k) {
+    for (const char* prefix : slurm::kHetGroupPrefixes) {
       if (env(prefix + std::to_string(k)) == id) return k;
     }
   }
@@ -233,10 +232,10 @@ std::optional<int> het_component(const EnvLookup& env, unsigned long job_id, int
 }
 
 bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
-  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_GPUS",
-                           "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "CUDA_VISIBLE_DEVICES",
-                           "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"})
+  for (const char* name : slurm::kGpuCountVars)
     if (env(name)) return false;
+  for (const std::string_view name : slurm_visibility_vars())
+    if (env(std::string(name))) return false;
   return true;
 }
 

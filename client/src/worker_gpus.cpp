@@ -6,10 +6,10 @@
 
 #include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
+#include "gpubind/slurm_words.h"
 
 namespace gpubind::client {
 namespace {
-
 
 bool by_recorded_bus_ids(const EnvLookup& env, const std::vector<std::string>& tokens,
                          StepRequest& request) {
@@ -111,7 +111,7 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
     }
   }
   if (!var) {
-    if (env("SLURM_JOB_ID") && !slurm_says_nothing_about_gpus(env)) {
+    if (env(slurm::kJobId) && !slurm_says_nothing_about_gpus(env)) {
       out.how = "none: the Slurm step has no GPU";
       return out;
     }
@@ -136,7 +136,7 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
       return out;
     }
   }
-  if (const auto step = env("SLURM_STEP_GPUS"); step && split_list(*step).size() == tokens.size()) {
+  if (const auto step = env(slurm::kStepGpus); step && split_list(*step).size() == tokens.size()) {
     StepGpus gpus = step_gpus_from_env(env);
     if (gpus.warning.empty() && gpus.unplaced.empty() && !gpus.gpus.empty()) {
       request.gpus = std::move(gpus.gpus);
@@ -145,13 +145,13 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
     }
   }
   // A batch script or salloc shell: the job's GPUs, as Slurm lists them beside its tokens.
-  if (const auto job = env("SLURM_JOB_GPUS");
-      job && !env("SLURM_STEP_GPUS") && by_position(*job, tokens, request)) {
+  if (const auto job = env(slurm::kJobGpus);
+      job && !env(slurm::kStepGpus) && by_position(*job, tokens, request)) {
     out.how = named + ", the node's GPUs " + *job + " (SLURM_JOB_GPUS)";
     return out;
   }
   // Outside Slurm only: inside a job, a device cgroup may have renumbered them.
-  if (!env("SLURM_JOB_ID") && by_node_numbers(tokens, request)) {
+  if (!env(slurm::kJobId) && by_node_numbers(tokens, request)) {
     out.how = named + ", the node's GPU numbers";
     return out;
   }

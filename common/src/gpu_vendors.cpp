@@ -43,7 +43,9 @@ bool GpuVendorRow::reads_after(std::string_view var) const {
                      [&](const VisibilityVar& v) { return !v.name.empty() && v.name == var; });
 }
 
-std::span<const GpuVendorRow> gpu_vendor_rows() { return kRows; }
+std::span<const GpuVendorRow> gpu_vendor_rows() {
+  return kRows;
+}
 
 const GpuVendorRow* gpu_vendor(Vendor vendor) {
   for (const GpuVendorRow& row : kRows)

@@ -91,7 +91,8 @@ Result<Plan> Planner::run() {
   // Fixed GPUs: cores follow them (order=gpu's way). Fixed CPUs: GPUs follow them (order=cpu's).
   if (fixed_gpus_ || fixed_cpus_) {
     order_ = fixed_gpus_ ? Order::kGpu : Order::kCpu;
-    if (explain_) explain_->order_from = fixed_gpus_ ? OrderFrom::kFixedGpus : OrderFrom::kFixedCpus;
+    if (explain_)
+      explain_->order_from = fixed_gpus_ ? OrderFrom::kFixedGpus : OrderFrom::kFixedCpus;
   }
   if (step_gpus_.empty()) {
     if (explain_ && order_ != Order::kCpu) explain_->order_from = OrderFrom::kNoGpus;

@@ -69,7 +69,8 @@ TEST(PlannerRules, SubNumaClusteringPutsEachGpuOnItsNumaNode) {
     for (const TaskPlan& task : plan(t, n).tasks) {
       const Locality& gpu = t.gpus[task.gpus[0].node_index].locality;
       EXPECT_TRUE(task.cpus.intersects(gpu.cpus)) << n << " tasks, rank " << task.rank;
-      EXPECT_EQ(task.numa_node, t.numa_os_number(gpu.numa_index)) << n << " tasks, rank " << task.rank;
+      EXPECT_EQ(task.numa_node, t.numa_os_number(gpu.numa_index))
+          << n << " tasks, rank " << task.rank;
     }
   }
 }

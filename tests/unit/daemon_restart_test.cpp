@@ -18,7 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include <pwd.h>
+
+#include "../support/fixtures.h"
+#include "gpubind/api/convert.h"
+#include "gpubind/client/fallback_report.h"
 #include "gpubind/client/plan_source.h"
+#include "gpubind/planner.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/protocol/compact.h"
 
@@ -41,7 +47,9 @@ enum class Reply {
 // gpubindd's stand-in on a real Unix socket: its n-th connection (from 0) gets `reply(n)`.
 class FakeDaemon {
  public:
-  FakeDaemon(const std::string& path, std::function<Reply(int)> reply) : reply_(std::move(reply)) {
+  // `plan`: the payload of a kPlan answer.
+  FakeDaemon(const std::string& path, std::function<Reply(int)> reply, std::string plan = "")
+      : reply_(std::move(reply)), plan_(std::move(plan)) {
     listener_ = socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -80,7 +88,7 @@ class FakeDaemon {
         held_.push_back(conn);
         return;
       case Reply::kPlan:
-        send_answer(conn, compact::kStatusPlan, "");
+        send_answer(conn, compact::kStatusPlan, plan_);
         break;
       case Reply::kRefuse:
         send_answer(conn, compact::kStatusRefused, "a GPU listed twice");
@@ -121,6 +129,7 @@ class FakeDaemon {
   }
 
   std::function<Reply(int)> reply_;
+  std::string plan_;
   int listener_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -295,6 +304,48 @@ TEST_F(DaemonRestartTest, OnlyASiteWithoutFallbackWaitsForARestart) {
     EXPECT_EQ(retried, on_error == OnError::kFail) << plan.error().message;
     expect_within(site.timeout_ms);
   }
+}
+
+// Version skew in a rolling upgrade: a daemon older than the plugin skips the request's fixed
+// tasks (a field it does not know) and plans the step as if Slurm had fixed nothing. The plugin
+// tells from the answer (no fixed_kept) and never applies such a plan: it plans in-process under
+// the site's on_error, a "version" fallback.
+TEST_F(DaemonRestartTest, AnOlderDaemonThatDropsWhatSlurmFixedIsNotBelieved) {
+  const Topology& lumi = testing::fixture("lumi-g");
+  PlanRequest older;  // what the older daemon plans: the request less its fixed tasks
+  older.ntasks = 2;
+  auto unfixed = make_plan(lumi, SitePolicy(), older);
+  ASSERT_TRUE(unfixed);
+  StepRequest step;
+  step.ntasks = 2;
+  step.gpus_given = true;
+  for (int g = 0; g < 8; ++g)
+    step.gpus.push_back({g, std::to_string(g)});
+  step.fixed = {{{7}, ""}, {{6}, ""}};  // Slurm's map_gpu:7,6
+  client::SiteArgs site;
+  site.socket = socket_;
+  site.timeout_ms = 2000;
+  if (const passwd* me = getpwuid(geteuid())) site.daemon_user = me->pw_name;
+  site.on_error = client::OnError::kFail;
+  const client::InProcess no_fallback{dir_ + "/no-such-libgpubind_stepd.so", ""};
+  {
+    FakeDaemon daemon(socket_, replies({}, Reply::kPlan), api::serialize_plan(*unfixed, &lumi, {}));
+    auto plan = client::plan_step(step, site, no_fallback, [](const std::string&) {});
+    ASSERT_FALSE(plan) << "a plan that ignored Slurm's GPUs was applied";
+    EXPECT_NE(plan.error().message.find("older than this plugin"), std::string::npos)
+        << plan.error().message;
+    EXPECT_EQ(client::fallback_reason(plan.error()), "version");
+  }
+  // A daemon that kept them is believed.
+  PlanRequest current = older;
+  current.fixed = {{{7}, std::nullopt}, {{6}, std::nullopt}};
+  auto fixed = make_plan(lumi, SitePolicy(), current);
+  ASSERT_TRUE(fixed && fixed->fixed_kept);
+  std::filesystem::remove(socket_);  // the first stand-in's
+  FakeDaemon daemon(socket_, replies({}, Reply::kPlan), api::serialize_plan(*fixed, &lumi, {}));
+  auto plan = client::plan_step(step, site, no_fallback, [](const std::string&) {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->tasks[0].gpus[0].node_index, 7);
 }
 
 }  // namespace

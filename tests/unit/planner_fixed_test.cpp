@@ -60,8 +60,8 @@ std::map<int, int> nic_of_rank(const std::string& mapping) {
 
 TEST(PlannerFixed, SlurmsReversedMapGpuOnLumiGivesEachRankItsOwnGpusNicInEveryVariable) {
   const Topology& lumi = fixture("lumi-g");
-  const Plan plan = plan_or_fail(
-      lumi, lumi_policy(), with_fixed_gpus(8, {{7}, {6}, {5}, {4}, {3}, {2}, {1}, {0}}));
+  const Plan plan = plan_or_fail(lumi, lumi_policy(),
+                                 with_fixed_gpus(8, {{7}, {6}, {5}, {4}, {3}, {2}, {1}, {0}}));
   ASSERT_EQ(plan.tasks.size(), 8u);
   CpuSet seen;
   for (const TaskPlan& task : plan.tasks) {

@@ -1,8 +1,8 @@
 // Slurm's own per-task GPU choice (--gpu-bind, --gpus-per-task): read from the task's
 // environment, computed for the whole step where the binding allows it, and kept in the binding.
 #include "gpubind/client/slurm_gpu_choice.h"
-#include "gpubind/client/launch.h"
 #include "../support/env_map.h"
+#include "gpubind/client/launch.h"
 
 #include <gtest/gtest.h>
 
@@ -69,9 +69,9 @@ TEST(SlurmTaskGpus, OnlyWhereSlurmNarrowedTheTask) {
   EXPECT_TRUE(choice->identified);
   EXPECT_EQ(choice->gpus, std::vector<int>{1});
   // A count that disagrees with the binding is not identified.
-  choice = choice_by_text(
-      task_env({{"SLURM_STEP_GPUS", "0"}, {"SLURMD_TRES_BIND", "gpu:per_task:2"}}), {0, 1, 2, 3},
-      1, 2);
+  choice =
+      choice_by_text(task_env({{"SLURM_STEP_GPUS", "0"}, {"SLURMD_TRES_BIND", "gpu:per_task:2"}}),
+                     {0, 1, 2, 3}, 1, 2);
   ASSERT_TRUE(choice);
   EXPECT_FALSE(choice->identified);
 }
@@ -96,7 +96,9 @@ StepPlan four_task_plan() {
 
 const std::vector<int> kFourGpus{0, 1, 2, 3};
 
-CpuSet cpus(const std::string& list) { return *CpuSet::parse_list(list); }
+CpuSet cpus(const std::string& list) {
+  return *CpuSet::parse_list(list);
+}
 
 TEST(GpusNearCpus, TheStepsGpusWhoseDomainHoldsOneOfTheCpus) {
   const StepPlan plan = four_task_plan();
@@ -154,21 +156,21 @@ TEST(DecideLaunch, AppliesThePlannedTaskWhereSlurmsChoiceAgrees) {
   StepFacts facts;
   facts.gpu_binding = "closest";
   const TaskLaunch task{2, 4, cpus("8-11")};
-  auto decision = decide_launch(plan, facts, kFourGpus,
-                                task_env({{"SLURM_STEP_GPUS", "2"},
-                                          {"SLURMD_TRES_BIND", "gpu:closest"}}),
-                                task, false);
+  auto decision = decide_launch(
+      plan, facts, kFourGpus,
+      task_env({{"SLURM_STEP_GPUS", "2"}, {"SLURMD_TRES_BIND", "gpu:closest"}}), task, false);
   EXPECT_TRUE(decision.apply) << "closest named GPU 2, which the plan gives local task 2";
   // Under ConstrainDevices (the step's first GPU listed), found by its CPUs: near GPUs 2 and 3,
   // closest gives both, the plan one.
-  EXPECT_FALSE(decide_launch(plan, facts, kFourGpus,
-                             task_env({{"SLURM_STEP_GPUS", "0,1"},
-                                       {"SLURMD_TRES_BIND", "gpu:closest"}}),
-                             task, false)
-                   .apply);
-  decision = decide_launch(plan, facts, kFourGpus,
-                           task_env({{"SLURM_STEP_GPUS", "2"}, {"SLURMD_TRES_BIND", "gpu:map_gpu:0,1,2,3"}}),
-                           task, false);
+  EXPECT_FALSE(
+      decide_launch(plan, facts, kFourGpus,
+                    task_env({{"SLURM_STEP_GPUS", "0,1"}, {"SLURMD_TRES_BIND", "gpu:closest"}}),
+                    task, false)
+          .apply);
+  decision = decide_launch(
+      plan, facts, kFourGpus,
+      task_env({{"SLURM_STEP_GPUS", "2"}, {"SLURMD_TRES_BIND", "gpu:map_gpu:0,1,2,3"}}), task,
+      false);
   ASSERT_TRUE(decision.apply) << decision.why;
   EXPECT_EQ(decision.planned, 2);
   EXPECT_TRUE(decision.slurm_chose_gpus);
@@ -180,27 +182,26 @@ TEST(DecideLaunch, KeepsSlurmsBindingWhereTheFactsDisagreeAndSaysWhy) {
   const StepPlan plan = four_task_plan();
   StepFacts facts;
   // Slurm gave local task 0 GPU 3; the plan has GPU 0 for it.
-  auto decision = decide_launch(plan, facts, kFourGpus,
-                                task_env({{"SLURM_STEP_GPUS", "3"},
-                                          {"SLURMD_TRES_BIND", "gpu:map_gpu:3,2,1,0"}}),
-                                TaskLaunch{0, 4, cpus("0-3")}, false);
+  auto decision = decide_launch(
+      plan, facts, kFourGpus,
+      task_env({{"SLURM_STEP_GPUS", "3"}, {"SLURMD_TRES_BIND", "gpu:map_gpu:3,2,1,0"}}),
+      TaskLaunch{0, 4, cpus("0-3")}, false);
   EXPECT_FALSE(decision.apply);
   EXPECT_NE(decision.why.find("Slurm gave it GPUs 3"), std::string::npos) << decision.why;
   // The user's CPU list, planned as CPUs 0-3, but Slurm bound CPU 5.
   facts.user.cpu = "map_cpu:5";
   facts.slurm_cpus = true;
-  decision = decide_launch(plan, facts, kFourGpus, task_env({}), TaskLaunch{0, 4, cpus("5")},
-                           false);
+  decision =
+      decide_launch(plan, facts, kFourGpus, task_env({}), TaskLaunch{0, 4, cpus("5")}, false);
   EXPECT_FALSE(decision.apply);
   EXPECT_NE(decision.why.find("CPUs 5"), std::string::npos) << decision.why;
-  decision = decide_launch(plan, facts, kFourGpus, task_env({}), TaskLaunch{0, 4, cpus("0-3")},
-                           false);
+  decision =
+      decide_launch(plan, facts, kFourGpus, task_env({}), TaskLaunch{0, 4, cpus("0-3")}, false);
   EXPECT_TRUE(decision.apply) << decision.why;
   EXPECT_FALSE(decision.options.bind_cpus) << "already bound as planned";
   // No plan entry for the task.
-  EXPECT_FALSE(decide_launch(plan, StepFacts{}, kFourGpus, task_env({}), TaskLaunch{7, 8, {}},
-                             false)
-                   .apply);
+  EXPECT_FALSE(
+      decide_launch(plan, StepFacts{}, kFourGpus, task_env({}), TaskLaunch{7, 8, {}}, false).apply);
 }
 
 TEST(StepFacts, SlurmsGpuBindingAndTheUsersCpuListGoInTheRequest) {

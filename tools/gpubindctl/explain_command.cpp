@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include <algorithm>
 #include "ctl.h"
 #include "gpubind/api/binder_client.h"
 #include "gpubind/api/convert.h"
@@ -16,7 +17,6 @@
 #include "gpubind/policy_loader.h"
 #include "gpubind/protocol/client.h"
 #include "gpubind/slurm_words.h"
-#include <algorithm>
 
 namespace gpubind::ctl {
 namespace {
@@ -176,14 +176,13 @@ int run_explain(const Args& args) {
   if (!explained) {
     if (offline(args)) return fail(explained.error().message, kExitBadInput);
     const bool bad_input = explained.error().invalid_input || explained.error().node_mismatch;
-    return fail_from_daemon(args.get("socket").value_or(api::default_socket()),
-                            explained.error(), bad_input ? kExitBadInput : kExitFailed);
+    return fail_from_daemon(args.get("socket").value_or(api::default_socket()), explained.error(),
+                            bad_input ? kExitBadInput : kExitFailed);
   }
   const Explained& e = *explained;
-  std::cout << (args.has("json") ? explain_to_json(e.topology, e.plan, e.explanation, rank,
-                                                   e.policy_lines)
-                                 : explain_to_text(e.topology, e.plan, e.explanation, rank,
-                                                   e.policy_lines));
+  std::cout << (args.has("json")
+                    ? explain_to_json(e.topology, e.plan, e.explanation, rank, e.policy_lines)
+                    : explain_to_text(e.topology, e.plan, e.explanation, rank, e.policy_lines));
   return kExitOk;
 }
 

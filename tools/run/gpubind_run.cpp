@@ -307,7 +307,8 @@ int run(const Options& o, client::OnError& site_on_error) {
   }
   client::TaskBinding task = plan->tasks[decision.planned];
   // The CPUs this worker has are the launcher's; no thread count of gpubind's for them.
-  if (decision.cpus_bound_at_launch) task = client::with_slurm_cpus(task, current_affinity().to_list());
+  if (decision.cpus_bound_at_launch)
+    task = client::with_slurm_cpus(task, current_affinity().to_list());
   if (flags.verbose || flags.dry_run) {
     const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
     std::string notes;
@@ -324,7 +325,8 @@ int run(const Options& o, client::OnError& site_on_error) {
     how.clear_stale = true;
     auto applied = client::apply_binding(task, own_env, how);
     if (applied && !applied->memory_refused.empty()) {
-      std::fprintf(stderr, "gpubind-run: local rank %d: %s; memory stays where the kernel puts it\n",
+      std::fprintf(stderr,
+                   "gpubind-run: local rank %d: %s; memory stays where the kernel puts it\n",
                    place->rank, applied->memory_refused.c_str());
     }
     if (!applied) {

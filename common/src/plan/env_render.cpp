@@ -525,7 +525,8 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
     for (Vendor vendor : node_vendors) {
       const GpuVendorRow* row = gpu_vendor(vendor);
       if (!has(vendor) && row)
-        gpu_env.append_emptied(vendor_name(vendor), hidden_gpus_value(*row, node_devices[static_cast<size_t>(vendor)]),
+        gpu_env.append_emptied(vendor_name(vendor),
+                               hidden_gpus_value(*row, node_devices[static_cast<size_t>(vendor)]),
                                env);
     }
     // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; here that list is
@@ -629,10 +630,11 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
   if (!node.why_not().empty()) warnings.push_back(node.why_not());
   if (!hip_sees_none.empty()) {
     std::string which = "local task " + std::to_string(hip_sees_none[0]);
-    if (hip_sees_none.size() > 1) which += " and " + std::to_string(hip_sees_none.size() - 1) + " more";
-    warnings.push_back(which + ": HIP_VISIBLE_DEVICES=" +
-                       request.inherited_hip_visible_devices->substr(0, 64) +
-                       " (counting the step's AMD GPUs) names none of its GPUs: HIP shows it none");
+    if (hip_sees_none.size() > 1)
+      which += " and " + std::to_string(hip_sees_none.size() - 1) + " more";
+    warnings.push_back(
+        which + ": HIP_VISIBLE_DEVICES=" + request.inherited_hip_visible_devices->substr(0, 64) +
+        " (counting the step's AMD GPUs) names none of its GPUs: HIP shows it none");
   }
 }
 

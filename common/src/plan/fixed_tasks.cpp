@@ -8,8 +8,12 @@
 namespace gpubind::planning {
 namespace {
 
-bool gpus_fixed(const FixedTask& task) { return !task.gpus.empty(); }
-bool cpus_fixed(const FixedTask& task) { return task.cpus.has_value(); }
+bool gpus_fixed(const FixedTask& task) {
+  return !task.gpus.empty();
+}
+bool cpus_fixed(const FixedTask& task) {
+  return task.cpus.has_value();
+}
 
 }  // namespace
 
@@ -39,9 +43,8 @@ Status Planner::check_fixed() {
       }
     }
     if (mine.cpus && (*mine.cpus & step).empty()) {
-      return node_mismatch("task " + std::to_string(task) + ": fixed CPUs " +
-                           mine.cpus->to_list() + " lie outside the step's CPUs " +
-                           step.to_list());
+      return node_mismatch("task " + std::to_string(task) + ": fixed CPUs " + mine.cpus->to_list() +
+                           " lie outside the step's CPUs " + step.to_list());
     }
   }
   return Ok{};
@@ -85,7 +88,8 @@ void Planner::keep_fixed_cpus(int task, TaskPlan& plan) const {
   plan.cpus = *request_.fixed[task].cpus & step;
   int cores = 0;
   for (const Core& core : topo_.cores)
-    cores += std::any_of(core.pus.begin(), core.pus.end(), [&](int pu) { return plan.cpus.test(pu); });
+    cores +=
+        std::any_of(core.pus.begin(), core.pus.end(), [&](int pu) { return plan.cpus.test(pu); });
   plan.ncores = cores;
 }
 

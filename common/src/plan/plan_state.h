@@ -261,7 +261,7 @@ class Planner {
   Scratch<UsableCore> usable_;  // cores, or single threads when tasks outnumber cores
   Scratch<int> usable_pus_;
   Scratch<StepGpu> step_gpus_;
-  bool unplaced_ = false;  // the step's GPUs stay tokens (request_.unplaced_gpus), not placed
+  bool unplaced_ = false;    // the step's GPUs stay tokens (request_.unplaced_gpus), not placed
   bool fixed_gpus_ = false;  // every task's GPUs were fixed before planning (request_.fixed)
   bool fixed_cpus_ = false;  // every task's CPUs were
   // Per step GPU, the FLAT device number of its first tile (Level Zero), -1 when not known.

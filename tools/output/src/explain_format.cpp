@@ -405,9 +405,9 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
     Json unmet = Json::array();
     for (const Line& line : not_met(why))
       unmet.push_back(line.text);
-    Json entry{{"rank", why.rank},       {"cpus", task.cpus.to_list()},
-               {"ncores", task.ncores},  {"gpus", gpus},
-               {"cores", cores},         {"nics", nics},
+    Json entry{{"rank", why.rank},      {"cpus", task.cpus.to_list()},
+               {"ncores", task.ncores}, {"gpus", gpus},
+               {"cores", cores},        {"nics", nics},
                {"numa", task.numa_node}};
     entry["memory"] = why.memory == MemoryReason::kGpuNuma    ? "gpu-numa"
                       : why.memory == MemoryReason::kMostCpus ? "most-cpus"
