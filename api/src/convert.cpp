@@ -1,13 +1,13 @@
 #include "gpubind/api/convert.h"
 
+#include "gpubind/gpu_vendors.h"
+
 namespace gpubind::api {
 namespace {
 
 Vendor vendor_from(const std::string& name) {
-  for (Vendor v : {Vendor::kNvidia, Vendor::kAmd, Vendor::kIntel}) {
-    if (name == vendor_name(v)) return v;
-  }
-  return Vendor::kUnknown;
+  const GpuVendorRow* row = gpu_vendor(name);
+  return row ? row->vendor : Vendor::kUnknown;
 }
 
 NicKind nic_kind_from(const std::string& name) {

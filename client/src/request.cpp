@@ -16,6 +16,12 @@ uint64_t id_from_env(const EnvLookup& env, const char* name) {
   return static_cast<uint64_t>(parse_whole_number(*text, 0, LLONG_MAX).value_or(0));
 }
 
+// Warnings of reading the step, one line.
+void add_warning(BuiltRequest& built, const std::string& warning) {
+  if (warning.empty()) return;
+  built.warning += (built.warning.empty() ? "" : "; ") + warning;
+}
+
 }  // namespace
 
 StepRequest make_request(const StepShape& shape, const UserFlags& flags, const EnvLookup& env) {
@@ -62,6 +68,7 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
   request.unplaced_gpus = std::move(gpus.unplaced);
   request.unplaced_slurm_indices = std::move(gpus.unplaced_slurm_indices);
   built.warning = std::move(gpus.warning);
+  add_warning(built, ze_hierarchy_warning(env));
   // The user's HIP_VISIBLE_DEVICES counts the step's GPUs: the plan rewrites it per task.
   if (const auto hip = env("HIP_VISIBLE_DEVICES"); slurm_listed && hip) {
     request.hip_inherited = true;
@@ -84,6 +91,7 @@ BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, c
   WorkerGpus gpus = worker_gpus(env, built.request);
   built.gpu_source = std::move(gpus.how);
   built.warning = std::move(gpus.warning);
+  add_warning(built, ze_hierarchy_warning(env));
   return built;
 }
 

@@ -124,6 +124,14 @@ std::string ze_hierarchy_from_env(const EnvLookup& env) {
   return env("ZE_FLAT_DEVICE_HIERARCHY") == "COMPOSITE" ? "composite" : "";
 }
 
+std::string ze_hierarchy_warning(const EnvLookup& env) {
+  const auto value = env("ZE_FLAT_DEVICE_HIERARCHY");
+  if (!value || *value == "FLAT" || *value == "COMPOSITE" || *value == "COMBINED") return "";
+  return "ZE_FLAT_DEVICE_HIERARCHY=" + value->substr(0, 32) +
+         " is none of Level Zero's values (FLAT, COMPOSITE, COMBINED, compared exactly): Level "
+         "Zero stays in FLAT, and the tasks' GPUs are named as FLAT devices";
+}
+
 namespace {
 
 // Where the task's GPUs sit in the primary variable's list as the task will see it (the plan's

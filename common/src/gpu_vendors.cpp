@@ -8,17 +8,36 @@ namespace {
 
 // Slurm 22.05-26.05 (gpu plugins' gpu_p_step_hardware_init and common_gres_set_env): CUDA's,
 // ROCr's and Level Zero's lists, and GPU_DEVICE_ORDINAL for OpenCL; never HIP's.
+// CUDA counts fastest first unless CUDA_DEVICE_ORDER says PCI order; ROCr and Level Zero count
+// in PCI order (Level Zero the integrated GPU last).
 constexpr GpuVendorRow kRows[] = {
-    {Vendor::kNvidia, "nvidia", {"CUDA_VISIBLE_DEVICES", true}, {}, HideBy::kEmptyList},
+    {Vendor::kNvidia,
+     "nvidia",
+     0x10de,
+     {"CUDA_VISIBLE_DEVICES", true},
+     {},
+     HideBy::kEmptyList,
+     "CUDA_DEVICE_ORDER",
+     "PCI_BUS_ID"},
     {Vendor::kAmd,
      "amd",
+     0x1002,
      {"ROCR_VISIBLE_DEVICES", true},
      {{{"HIP_VISIBLE_DEVICES", false},
        {"CUDA_VISIBLE_DEVICES", true},
        {"GPU_DEVICE_ORDINAL", true}}},
-     HideBy::kEmptyList},
+     HideBy::kEmptyList,
+     "",
+     ""},
     // compute-runtime reads an empty ZE_AFFINITY_MASK as no mask: every device shows.
-    {Vendor::kIntel, "intel", {"ZE_AFFINITY_MASK", true}, {}, HideBy::kIndexNoDeviceHas},
+    {Vendor::kIntel,
+     "intel",
+     0x8086,
+     {"ZE_AFFINITY_MASK", true},
+     {},
+     HideBy::kIndexNoDeviceHas,
+     "",
+     ""},
 };
 
 template <bool kSlurmOnly>
@@ -56,6 +75,12 @@ const GpuVendorRow* gpu_vendor(Vendor vendor) {
 const GpuVendorRow* gpu_vendor(std::string_view name) {
   for (const GpuVendorRow& row : kRows)
     if (row.name == name) return &row;
+  return nullptr;
+}
+
+const GpuVendorRow* gpu_vendor_of_pci(unsigned pci_vendor_id) {
+  for (const GpuVendorRow& row : kRows)
+    if (row.pci_vendor_id == pci_vendor_id) return &row;
   return nullptr;
 }
 

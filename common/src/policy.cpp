@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include "gpubind/gpu_vendors.h"
+
 namespace gpubind {
 
 const char* order_name(Order order) {
@@ -15,20 +17,24 @@ std::vector<std::string> SitePolicy::default_nic_patterns() {
 }
 
 // Why each default is what it is, with sources: docs/environment.md.
+// Each vendor's visibility variable with the task's GPUs, and where its runtime does not count in
+// PCI order by default (CUDA: fastest first), the variable that makes it (only if unset): the
+// vendor table's (gpu_vendors.h).
+// No ZE_ENABLE_PCI_ID_DEVICE_ORDER: Level Zero already counts discrete cards in PCI order and the
+// integrated GPU after them, as gpubind numbers them; the variable would move an integrated GPU
+// to device 0. No HIP_VISIBLE_DEVICES: frameworks disagree on it (a site chooses with
+// {gpu_ordinals}). No CCL_WORKER_AFFINITY by default: oneCCL aborts when the list is shorter than
+// its local processes times CCL_WORKER_COUNT, which a plan cannot know ({ccl_worker_affinity}).
 std::vector<EnvTemplate> SitePolicy::default_gpu_env() {
-  return {
-      {"CUDA_VISIBLE_DEVICES", "{gpus}", "nvidia", false},
-      // Slurm and gpubind number GPUs in PCI order; CUDA's default order is fastest first.
-      {"CUDA_DEVICE_ORDER", "PCI_BUS_ID", "nvidia", true},
-      {"ROCR_VISIBLE_DEVICES", "{gpus}", "amd", false},
-      {"ZE_AFFINITY_MASK", "{gpus}", "intel", false},
-      // No ZE_ENABLE_PCI_ID_DEVICE_ORDER: Level Zero already counts discrete cards in PCI order
-      // and the integrated GPU after them, as gpubind numbers them; the variable would move an
-      // integrated GPU to device 0. No HIP_VISIBLE_DEVICES: frameworks disagree on it (a site
-      // chooses with {gpu_ordinals}).
-      // No CCL_WORKER_AFFINITY by default: oneCCL aborts when the list is shorter than its local
-      // processes times CCL_WORKER_COUNT, which a plan cannot know ({ccl_worker_affinity}).
-  };
+  std::vector<EnvTemplate> env;
+  for (const GpuVendorRow& row : gpu_vendor_rows()) {
+    env.push_back({std::string(row.visibility.name), "{gpus}", std::string(row.name), false});
+    if (!row.pci_order_var.empty()) {
+      env.push_back({std::string(row.pci_order_var), std::string(row.pci_order_value),
+                     std::string(row.name), true});
+    }
+  }
+  return env;
 }
 
 std::vector<EnvTemplate> SitePolicy::default_nic_env() {

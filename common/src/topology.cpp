@@ -5,22 +5,14 @@
 #include <charconv>
 #include <climits>
 
+#include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 
 namespace gpubind {
 
 const char* vendor_name(Vendor vendor) {
-  switch (vendor) {
-    case Vendor::kNvidia:
-      return "nvidia";
-    case Vendor::kAmd:
-      return "amd";
-    case Vendor::kIntel:
-      return "intel";
-    case Vendor::kUnknown:
-      break;
-  }
-  return "unknown";
+  const GpuVendorRow* row = gpu_vendor(vendor);
+  return row ? row->name.data() : "unknown";  // the table's names are string literals
 }
 
 const char* nic_kind_name(NicKind kind) {

@@ -4,6 +4,8 @@
 // (discovery/gpu_drivers.h): AMD compute partitions, Intel tiles, NVIDIA UUIDs.
 #include "gpubind/topology_hwloc.h"
 
+#include "gpubind/gpu_vendors.h"
+
 #include <hwloc.h>
 #include <sys/stat.h>
 
@@ -327,16 +329,8 @@ class Loader {
   }
 
   static Vendor vendor_of(unsigned vendor_id) {
-    switch (vendor_id) {
-      case 0x10de:
-        return Vendor::kNvidia;
-      case 0x1002:
-        return Vendor::kAmd;
-      case 0x8086:
-        return Vendor::kIntel;
-      default:
-        return Vendor::kUnknown;
-    }
+    const GpuVendorRow* row = gpu_vendor_of_pci(vendor_id);
+    return row ? row->vendor : Vendor::kUnknown;
   }
 
   struct Unit {

@@ -231,8 +231,15 @@ TEST(StepEnv, ZeHierarchyFromTheTasksEnvironment) {
     });
   };
   EXPECT_EQ(with("COMPOSITE"), "composite");
-  // Level Zero compares exactly (strcmp with "COMPOSITE"): lower case stays FLAT.
+  // Level Zero compares exactly (strcmp with "COMPOSITE"): lower case stays FLAT, with a warning.
   EXPECT_EQ(with("composite"), "");
+  const auto warning = [](std::optional<std::string> value) {
+    return ze_hierarchy_warning([value](const std::string&) { return value; });
+  };
+  EXPECT_NE(warning("composite").find("stays in FLAT"), std::string::npos);
+  EXPECT_EQ(warning("COMPOSITE"), "");
+  EXPECT_EQ(warning("FLAT"), "");
+  EXPECT_EQ(warning(std::nullopt), "");
   EXPECT_EQ(with("FLAT"), "");
   EXPECT_EQ(with("COMBINED"), "");
   EXPECT_EQ(with(std::nullopt), "");

@@ -29,11 +29,15 @@ struct VisibilityVar {
 struct GpuVendorRow {
   Vendor vendor;
   std::string_view name;     // the site policy's selector and the plan's vendor name
+  unsigned pci_vendor_id;    // its GPUs' PCI vendor id
   VisibilityVar visibility;  // read first by the vendor's runtime
   // Read after `visibility`, as positions in the list it leaves (on ROCm: HIP's own, CUDA's,
   // which HIP reads where its own is unset, and OpenCL's).
   std::array<VisibilityVar, 3> read_after;
   HideBy hide;
+  // The variable and value that make its runtime count GPUs in PCI order, as Slurm and gpubind
+  // number them, where it does not by default (set only if unset); empty where it does.
+  std::string_view pci_order_var, pci_order_value;
 
   bool reads_after(std::string_view var) const;
 };
@@ -41,6 +45,7 @@ struct GpuVendorRow {
 std::span<const GpuVendorRow> gpu_vendor_rows();
 const GpuVendorRow* gpu_vendor(Vendor vendor);
 const GpuVendorRow* gpu_vendor(std::string_view name);
+const GpuVendorRow* gpu_vendor_of_pci(unsigned pci_vendor_id);
 
 // Every vendor's visibility variables: each row's first, then those read after it.
 std::span<const std::string_view> gpu_visibility_vars();

@@ -61,6 +61,9 @@ int count_from_env(const EnvLookup& env, const std::string& name);
 // The task's Level Zero hierarchy for naming PVC tiles: "composite" when ZE_FLAT_DEVICE_HIERARCHY
 // says COMPOSITE, else "" (FLAT, Level Zero's default; COMBINED names devices as FLAT does).
 std::string ze_hierarchy_from_env(const EnvLookup& env);
+// What a ZE_FLAT_DEVICE_HIERARCHY Level Zero does not know ("composite" in lower case) does to the
+// task, for a warning; "" where unset or one of Level Zero's own values.
+std::string ze_hierarchy_warning(const EnvLookup& env);
 
 // The GPU visibility variables Slurm may set for a step (never HIP_VISIBLE_DEVICES: one in the
 // task is the user's), other than the primary one of the task's vendor and those the plan sets,
