@@ -363,7 +363,7 @@ int slurmstepd_task_init(spank_t sp) {
   if (!decision.apply) return keep_slurms(decision.why);
   TaskBinding task = s.plan.tasks[decision.planned];
   if (decision.cpus_bound_at_launch)
-    task = client::with_slurm_cpus(task, current_affinity().to_list());
+    task = client::with_launch_cpus(task, current_affinity().to_list());
   say_what_stays(s, local_id, decision);
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);

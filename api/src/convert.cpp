@@ -196,6 +196,7 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   auto fixed = fixed_from_proto(proto);
   if (!fixed) return fixed.error();
   request.fixed = std::move(*fixed);
+  request.cpus_bound_at_launch = proto.cpus_bound_at_launch();
   if (proto.has_inherited_hip_visible_devices()) {
     if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
       return make_error("inherited_hip_visible_devices exceeds " +
@@ -245,6 +246,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   }
   if (request.inherited_hip_visible_devices)
     proto.set_inherited_hip_visible_devices(*request.inherited_hip_visible_devices);
+  proto.set_cpus_bound_at_launch(request.cpus_bound_at_launch);
   return proto;
 }
 

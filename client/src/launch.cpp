@@ -124,6 +124,8 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
       for (size_t task = 0; task < lists->size(); ++task)
         fixed[task].cpus = (*lists)[task].to_list();
       any = true;
+    } else {
+      request.cpus_bound_at_launch = true;  // Slurm chooses them as each task starts
     }
   }
   if (any) request.fixed = std::move(fixed);

@@ -247,25 +247,11 @@ bool slurm_says_nothing_about_gpus(const EnvLookup& env) {
   return true;
 }
 
-TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus) {
+TaskBinding with_launch_cpus(const TaskBinding& task, const std::string& cpus) {
   TaskBinding out = task;
-  out.cpus = slurm_cpus;
-  out.numa_node = out.l3_index = -1;
-  out.env.clear();
-  for (const TaskEnv& var : task.env) {
-    if (var.name == "OMP_NUM_THREADS" || var.name == "OMP_PLACES" || var.name == "OMP_PROC_BIND" ||
-        var.name == "GPUBIND_NUMA")
-      continue;
-    out.env.push_back(var.name == "GPUBIND_CPUS" ? TaskEnv{var.name, slurm_cpus, false} : var);
-  }
-  return out;
-}
-
-TaskBinding without_gpu_visibility(const TaskBinding& task) {
-  TaskBinding out = task;
-  out.env.clear();
-  for (const TaskEnv& var : task.env)
-    if (!is_gpu_visibility_var(var.name)) out.env.push_back(var);
+  out.cpus = cpus;
+  out.l3_index = -1;
+  out.env.push_back({"GPUBIND_CPUS", cpus, false});
   return out;
 }
 

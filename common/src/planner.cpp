@@ -150,7 +150,8 @@ void Planner::build_task_plans() {
     auto holds = [](const Scratch<int>& values, int v) {
       return v >= 0 && std::find(values.begin(), values.end(), v) != values.end();
     };
-    const int numa = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
+    int numa = gpu && holds(numas, gpu->numa_index) ? gpu->numa_index : majority(numas);
+    if (request_.cpus_bound_at_launch) numa = -1;  // not where the task will run
     plan.numa_node = numa >= 0 ? topo_.numa_os_number(numa) : -1;
     if (explain_ && numa >= 0) {
       explain_->tasks[task].memory =

@@ -232,6 +232,7 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.ccl_local_size = static_cast<uint32_t>(r.ccl_local_size);
   message.fixed_tasks.funcs.encode = write_fixed_tasks;
   message.fixed_tasks.arg = const_cast<std::vector<FixedTask>*>(&r.fixed);
+  message.cpus_bound_at_launch = r.cpus_bound_at_launch;
   if (r.hip_inherited) {
     message.inherited_hip_visible_devices.funcs.encode = write_present_string;
     message.inherited_hip_visible_devices.arg = const_cast<std::string*>(&r.inherited_hip);

@@ -187,6 +187,27 @@ TEST(PlannerFixed, WhatCannotBeKeptIsRefusedNamingTheFault) {
   EXPECT_FALSE(make_plan(lumi, lumi_policy(), counted));
 }
 
+TEST(PlannerFixed, CpusBoundAtLaunchLeaveEveryCpuDerivedVariableUnset) {
+  auto policy = load_policy_file(std::string(GPUBIND_POLICIES) + "/aurora.conf");
+  ASSERT_TRUE(policy);
+  policy->gpu_env.push_back({"SITE_CPUS", "cpus={cpus}", "", false});  // a site's own template
+  PlanRequest request;
+  request.ntasks = 6;
+  request.cpus_bound_at_launch = true;  // --cpu-bind=cores: Slurm binds each task as it starts
+  const Plan plan = plan_or_fail(fixture("aurora-pvc"), *policy, request);
+  for (const TaskPlan& task : plan.tasks) {
+    for (const char* name :
+         {"OMP_NUM_THREADS", "CCL_WORKER_AFFINITY", "SITE_CPUS", "GPUBIND_CPUS", "GPUBIND_NUMA"})
+      EXPECT_EQ(env_of(task, name), "<unset>") << name << ", rank " << task.rank;
+    EXPECT_EQ(task.numa_node, -1) << "no memory preference for CPUs it will not have";
+    EXPECT_NE(env_of(task, "ZE_AFFINITY_MASK"), "<unset>") << "its GPU and NIC still set";
+    EXPECT_NE(env_of(task, "GPUBIND_NIC"), "<unset>");
+  }
+  request.cpus_bound_at_launch = false;
+  EXPECT_NE(env_of(plan_or_fail(fixture("aurora-pvc"), *policy, request).tasks[0], "SITE_CPUS"),
+            "<unset>");
+}
+
 // PyTorch-ROCm's rule (pytorch#142292): HIP_VISIBLE_DEVICES may name no more devices than
 // ROCR_VISIBLE_DEVICES leaves, each an index into that list.
 bool valid_for_pytorch(const std::string& hip, const std::string& rocr) {

@@ -133,6 +133,7 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
       fixed.gpus.push_back(static_cast<int>(g));
     fixed.cpus = task.cpus();
   }
+  r.cpus_bound_at_launch = p.cpus_bound_at_launch();
   r.hip_inherited = p.has_inherited_hip_visible_devices();
   r.inherited_hip = p.inherited_hip_visible_devices();
   return r;

@@ -262,8 +262,10 @@ int run(const Options& o, client::OnError& site_on_error) {
   const client::LauncherCpus cpus = client::launcher_cpus();
   const std::optional<client::LauncherBinding> launcher_binding =
       client::launcher_binding(*place, o.self);
-  const client::BuiltRequest built =
-      client::launcher_step_request(*place, cpus.cpus, env_of, flags);
+  client::BuiltRequest built = client::launcher_step_request(*place, cpus.cpus, env_of, flags);
+  // The launcher binds each worker's CPUs as it starts it (torchrun --numa-binding): the plan
+  // sets nothing derived from CPUs, unless the site forces gpubind's binding.
+  built.request.cpus_bound_at_launch = launcher_binding && !site.args.override_explicit;
   const client::StepRequest& request = built.request;
   if (flags.verbose) {
     std::fprintf(stderr, "gpubind-run: local rank %d of %d from %s; CPUs %s (%s); GPUs: %s\n",
@@ -308,7 +310,7 @@ int run(const Options& o, client::OnError& site_on_error) {
   client::TaskBinding task = plan->tasks[decision.planned];
   // The CPUs this worker has are the launcher's; no thread count of gpubind's for them.
   if (decision.cpus_bound_at_launch)
-    task = client::with_slurm_cpus(task, current_affinity().to_list());
+    task = client::with_launch_cpus(task, current_affinity().to_list());
   if (flags.verbose || flags.dry_run) {
     const unsigned rank = place->world_rank >= 0 ? place->world_rank : place->rank;
     std::string notes;

@@ -86,6 +86,9 @@ struct PlanRequest {
   // reads it as indices into the list ROCR_VISIBLE_DEVICES leaves, so the plan rewrites it for
   // each AMD task as positions in that task's narrowed list.
   std::optional<std::string> inherited_hip_visible_devices;
+  // Each task's CPUs are bound as it starts, after the plan (a CPU binding without a list): no
+  // variable derived from the planned CPUs, and no memory preference (binder.proto).
+  bool cpus_bound_at_launch = false;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).

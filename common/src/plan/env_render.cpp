@@ -228,8 +228,12 @@ class TaskPlaceholders final : public PlaceholderSource {
       done_[static_cast<size_t>(p)] = false;
   }
 
+  // CPU placeholders stay empty (their templates unset): each task's CPUs are bound as it starts.
+  void leave_cpus_unknown(bool unknown) { cpus_unknown_ = unknown; }
+
   const std::string& get(Placeholder p) override {
     const size_t i = static_cast<size_t>(p);
+    if (cpus_unknown_ && names_cpus(p)) return none_;
     if (!done_[i]) {
       // Written into the last task's string: its room is reused, task after task.
       values_[i].clear();
@@ -241,6 +245,22 @@ class TaskPlaceholders final : public PlaceholderSource {
 
  private:
   bool selected(const TaskGpu& gpu) const { return !vendor_ || gpu.vendor == *vendor_; }
+
+  static bool names_cpus(Placeholder p) {
+    switch (p) {
+      case Placeholder::kOmpThreads:
+      case Placeholder::kCclWorkerAffinity:
+      case Placeholder::kCpus:
+      case Placeholder::kCpuMask:
+      case Placeholder::kNcpus:
+      case Placeholder::kNcores:
+      case Placeholder::kNuma:
+      case Placeholder::kL3:
+        return true;
+      default:
+        return false;
+    }
+  }
 
   void append_gpus(bool pci, std::string& text) const {
     for (const TaskGpu& gpu : task_->gpus) {
@@ -356,6 +376,8 @@ class TaskPlaceholders final : public PlaceholderSource {
 
   const Topology& topo_;
   const TaskPlan* task_ = nullptr;
+  bool cpus_unknown_ = false;
+  const std::string none_;
   std::optional<Vendor> vendor_;
   int ntasks_;
   NodeValues& node_;
@@ -577,6 +599,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
       omp_env("omp_env", policy.omp_env);
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
+  v.leave_cpus_unknown(request.cpus_bound_at_launch);
   const SmallVector<Vendor, kVendorCount> node_vendors = vendors_of(topology);
   // The devices each vendor's runtime counts on the node (a tiled card is a device per tile
   // under Level Zero's FLAT default: the larger count).
@@ -615,7 +638,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     // Information for users and tools, and the marker that binding was done.
     env.add("GPUBIND_BOUND", "1");
     env.add("GPUBIND_LOCAL_RANK", Digits(task.rank).view());
-    env.add("GPUBIND_CPUS", v.get(Placeholder::kCpus));
+    if (!request.cpus_bound_at_launch) env.add("GPUBIND_CPUS", v.get(Placeholder::kCpus));
     if (!task.gpus.empty()) {
       env.add("GPUBIND_GPUS", v.get(Placeholder::kGpus));
       // MIG instances have no bus id of their own here.

@@ -40,9 +40,10 @@ std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, i
                                                   const CpuSet& step_cpus);
 
 // Puts the facts in the request: each task's GPUs where Slurm's binding text decides them
-// (map_gpu, mask_gpu, per_task), each task's CPUs where the user's --cpu-bind lists them, and
-// --gpu-bind=none or a choice Slurm makes per task by CPUs (closest, single) as GPU variables
-// left to Slurm. Returns what could not be carried, for --verbose ("" when all was).
+// (map_gpu, mask_gpu, per_task), each task's CPUs where the user's --cpu-bind lists them (else,
+// with a --cpu-bind, that Slurm binds them as each task starts), and --gpu-bind=none or a choice
+// Slurm makes per task by CPUs (closest, single) as GPU variables left to Slurm. Returns what
+// could not be carried, for --verbose ("" when all was).
 std::string add_facts(const StepFacts& facts, StepRequest& request);
 
 // The task, as it is just before exec.
@@ -60,7 +61,8 @@ struct LaunchDecision {
   ApplyOptions options;
   bool slurm_chose_gpus = false;  // Slurm gave this task GPUs of its own, as planned
   // The user's --cpu-bind names no list (cores, sockets, rank...): Slurm chose the CPUs at
-  // launch, after the plan, whose CPU-derived variables give way to them (with_slurm_cpus).
+  // launch, after the plan (which set nothing derived from CPUs): the task's record names them
+  // (with_launch_cpus).
   bool cpus_bound_at_launch = false;
 };
 

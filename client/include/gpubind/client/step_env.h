@@ -96,12 +96,10 @@ std::vector<std::string> binding_info_vars(const EnvLookup& env);
 // binding_info_vars and the names of inherited_values: everything the outer binding left.
 std::vector<std::string> stale_binding_vars(const EnvLookup& env);
 
-// A task whose CPU binding stays Slurm's (the user's explicit --cpu-bind): `slurm_cpus` as its
-// CPUs and GPUBIND_CPUS, no NUMA preference, and none of the OpenMP variables the plan derived
-// from its own CPUs.
-TaskBinding with_slurm_cpus(const TaskBinding& task, const std::string& slurm_cpus);
-// A task whose GPU visibility variables stay Slurm's (the user's explicit --gpu-bind=none).
-TaskBinding without_gpu_visibility(const TaskBinding& task);
+// A task whose CPUs were bound as it started (a --cpu-bind without a list, a launcher's own
+// binding), planned so (the request's cpus_bound_at_launch: nothing derived from CPUs): `cpus`,
+// the ones it has, as its CPUs and in GPUBIND_CPUS, gpubind's record of the binding.
+TaskBinding with_launch_cpus(const TaskBinding& task, const std::string& cpus);
 
 // One line of the verbose table.
 // "0 (0000:c1:00.0, L3 6) 1 (0000:c6:00.0, L3 7)": each GPU's token, bus id and locality.

@@ -41,6 +41,7 @@ struct StepRequest {
   // The HIP_VISIBLE_DEVICES the tasks inherit, where set (even empty).
   bool hip_inherited = false;
   std::string inherited_hip;
+  bool cpus_bound_at_launch = false;  // each task's CPUs are bound as it starts
 };
 
 struct TaskEnv {
