@@ -25,6 +25,12 @@ inline PlanRequest request_with_every_field() {
   r.omp_places = true;
   r.ze_hierarchy = ZeHierarchy::kComposite;
   r.unplaced_gpus = {"MIG-a", "MIG-b"};  // travels; the planner would refuse it beside `gpus`
+  r.fixed = {{{1}, CpuSet::range(8, 9)},
+             {{0}, CpuSet::range(10, 11)},
+             {{1}, CpuSet::range(12, 13)},
+             {{0}, CpuSet::range(14, 15)}};
+  r.inherited_hip_visible_devices.emplace("1,0");
+  r.cpus_bound_at_launch = true;
   return r;
 }
 
@@ -57,6 +63,28 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   EXPECT_EQ(back.omp_places.value_or(false), sent.omp_places.value_or(false));
   EXPECT_EQ(back.ze_hierarchy, sent.ze_hierarchy);
   EXPECT_EQ(back.unplaced_gpus, sent.unplaced_gpus);
+  ASSERT_EQ(back.fixed.size(), sent.fixed.size());
+  for (size_t i = 0; i < sent.fixed.size(); ++i) {
+    EXPECT_EQ(back.fixed[i].gpus, sent.fixed[i].gpus) << "task " << i;
+    EXPECT_EQ(back.fixed[i].cpus, sent.fixed[i].cpus) << "task " << i;
+  }
+  EXPECT_EQ(back.inherited_hip_visible_devices, sent.inherited_hip_visible_devices);
+  EXPECT_EQ(back.cpus_bound_at_launch, sent.cpus_bound_at_launch);
+}
+
+// The plan, failing the test (and giving an empty plan) where the planner refuses.
+inline Plan plan_or_fail(const Topology& t, const SitePolicy& policy, const PlanRequest& request) {
+  auto plan = make_plan(t, policy, request);
+  if (!plan) {
+    ADD_FAILURE() << plan.error().message;
+    return {};
+  }
+  return std::move(*plan);
+}
+
+// A variable of a task's plan, "<unset>" where the plan sets none.
+inline std::string env_of(const TaskPlan& task, const std::string& name) {
+  return std::string(task.env.value_of(name).value_or("<unset>"));
 }
 
 }  // namespace gpubind::testing

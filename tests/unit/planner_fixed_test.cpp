@@ -8,27 +8,17 @@
 #include <string>
 
 #include "../support/fixtures.h"
+#include "../support/requests.h"
 #include "gpubind/planner.h"
 #include "gpubind/policy_loader.h"
 
 namespace gpubind {
 namespace {
 
+using testing::env_of;
 using testing::fixture;
 using testing::lumi_policy;
-
-Plan plan_or_fail(const Topology& t, const SitePolicy& policy, const PlanRequest& request) {
-  auto plan = make_plan(t, policy, request);
-  if (!plan) {
-    ADD_FAILURE() << plan.error().message;
-    return {};
-  }
-  return std::move(*plan);
-}
-
-std::string env_of(const TaskPlan& task, const std::string& name) {
-  return std::string(task.env.value_of(name).value_or("<unset>"));
-}
+using testing::plan_or_fail;
 
 // Each task's GPUs fixed: task i gets the step GPU positions `map[i % map.size()]`.
 PlanRequest with_fixed_gpus(int ntasks, const std::vector<std::vector<int>>& map) {

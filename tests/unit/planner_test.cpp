@@ -10,31 +10,21 @@
 
 #include "../support/fixtures.h"
 #include "../support/invariants.h"
+#include "../support/requests.h"
 #include "gpubind/bench/synthetic_topology.h"
 
 namespace gpubind {
 namespace {
 
+using testing::env_of;
 using testing::fixture;
 using testing::lumi_policy;
-
-Plan plan_or_fail(const Topology& t, const SitePolicy& policy, const PlanRequest& request) {
-  auto plan = make_plan(t, policy, request);
-  if (!plan) {
-    ADD_FAILURE() << plan.error().message;
-    return {};
-  }
-  return std::move(*plan);
-}
+using testing::plan_or_fail;
 
 PlanRequest tasks(int n) {
   PlanRequest request;
   request.ntasks = n;
   return request;
-}
-
-std::string env_of(const TaskPlan& task, const std::string& name) {
-  return std::string(task.env.value_of(name).value_or("<unset>"));
 }
 
 std::optional<EnvVar> find_env(const TaskPlan& task, const std::string& name) {

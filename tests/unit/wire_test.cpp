@@ -32,6 +32,10 @@ StepRequest step_with_every_field() {
   r.no_nic_env = true;
   r.omp = true;
   r.ze_hierarchy = "composite";
+  r.fixed = {{{1}, "8-9"}, {{0}, "10-11"}, {{1}, "12-13"}, {{0}, "14-15"}};
+  r.hip_inherited = true;
+  r.inherited_hip = "1,0";
+  r.cpus_bound_at_launch = true;
   return r;
 }
 
