@@ -197,6 +197,7 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   if (!fixed) return fixed.error();
   request.fixed = std::move(*fixed);
   request.cpus_bound_at_launch = proto.cpus_bound_at_launch();
+  request.gpus_named_by_slurm = proto.gpus_named_by_slurm();
   if (proto.has_inherited_hip_visible_devices()) {
     if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
       return make_error("inherited_hip_visible_devices exceeds " +
@@ -247,6 +248,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
   if (request.inherited_hip_visible_devices)
     proto.set_inherited_hip_visible_devices(*request.inherited_hip_visible_devices);
   proto.set_cpus_bound_at_launch(request.cpus_bound_at_launch);
+  proto.set_gpus_named_by_slurm(request.gpus_named_by_slurm);
   return proto;
 }
 
@@ -277,7 +279,7 @@ Plan plan_from_proto(const v1::PlanResponse& proto) {
     place.node_index = static_cast<int>(in.node_index());
     if (auto cpus = CpuSet::parse_list(in.cpus())) place.cpus = *cpus;
   }
-  plan.fixed_kept = proto.fixed_kept();
+  plan.facts_kept = proto.facts_kept();
   return plan;
 }
 

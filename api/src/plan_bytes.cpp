@@ -163,7 +163,7 @@ std::string serialize_plan(const Plan& plan, const Topology* topology,
     p.string_field(v1::GpuPlace::kCpusFieldNumber, gpu.cpus.to_list());
     w.element_field(F::kGpuPlacesFieldNumber, place);
   }
-  w.unsigned_field(F::kFixedKeptFieldNumber, plan.fixed_kept ? 1 : 0);
+  w.unsigned_field(F::kFactsKeptFieldNumber, plan.facts_kept ? 1 : 0);
   return out;
 }
 

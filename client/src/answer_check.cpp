@@ -7,6 +7,7 @@
 #include "gpubind/client/step_env.h"
 #include "gpubind/cpuset.h"
 #include "gpubind/env_names.h"
+#include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 
 namespace gpubind::client {
@@ -112,9 +113,24 @@ bool names_whole_gpus(const StepRequest& request, const TaskBinding& task, const
   });
 }
 
+// Whether `var` hides every GPU of a vendor the task has none of, as that vendor's runtime is
+// told to (gpu_vendors.h): an empty list, or for Level Zero one index past the step's GPUs.
+bool hides_other_vendor(const StepRequest& request, const TaskEnv& var, const TaskBinding& task) {
+  for (const GpuVendorRow& row : gpu_vendor_rows()) {
+    if (row.visibility.name != var.name || row.name == task.vendor) continue;
+    if (var.value.empty()) return true;
+    const long listed = static_cast<long>(request.gpus.size() + request.gpus_by_pci.size());
+    return row.hide == HideBy::kIndexNoDeviceHas &&
+           parse_whole_number(var.value, listed, 1 << 20).has_value();
+  }
+  return false;
+}
+
 // A visibility variable names some of the task's GPUs (each vendor's its own), or none (a
 // vendor the task has none of); HIP_VISIBLE_DEVICES numbers the task's devices from 0.
-Status check_visibility_value(const TaskEnv& var, const TaskBinding& task) {
+Status check_visibility_value(const StepRequest& request, const TaskEnv& var,
+                              const TaskBinding& task) {
+  if (hides_other_vendor(request, var, task)) return Ok{};
   const std::vector<std::string> mine = split_list(task.tokens);
   for (const std::string& item : split_list(var.value)) {
     const bool named =
@@ -137,7 +153,7 @@ Status check_env(const StepRequest& request, const TaskBinding& task,
       return make_error("variable " + var.name +
                         " is not one binding sets (a site allows more with env_allow=)");
     if (!is_gpu_visibility_var(var.name)) continue;
-    if (auto named = check_visibility_value(var, task); !named) return named;
+    if (auto named = check_visibility_value(request, var, task); !named) return named;
     if (var.name != "ZE_AFFINITY_MASK" && !names_whole_gpus(request, task, var))
       return make_error(var.name + "=" + var.value + " names tiles, which only Level Zero has");
   }

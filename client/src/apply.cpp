@@ -1,5 +1,6 @@
 #include "gpubind/client/apply.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -32,6 +33,15 @@ void clear_binding_info(TaskEnvironment& env) {
     env.unset(name);
 }
 
+namespace {
+
+bool set_by_slurm(const std::string& name) {
+  const auto vars = slurm_visibility_vars();
+  return std::find(vars.begin(), vars.end(), name) != vars.end();
+}
+
+}  // namespace
+
 Result<Applied> apply_binding(const TaskBinding& task, TaskEnvironment& env,
                               const ApplyOptions& options) {
   Applied applied;
@@ -49,7 +59,7 @@ Result<Applied> apply_binding(const TaskBinding& task, TaskEnvironment& env,
   std::vector<std::pair<std::string, std::string>> set;
   for (const TaskEnv& var : task.env) {
     if (var.only_if_unset && env.get(var.name)) continue;
-    if (!options.set_gpu_visibility && is_gpu_visibility_var(var.name)) continue;
+    if (!options.set_gpu_visibility && set_by_slurm(var.name)) continue;
     if (env.set(var.name, var.value)) set.emplace_back(var.name, var.value);
   }
   env.set(kSetRecordVar, record_of_set_vars(set));

@@ -54,14 +54,14 @@ StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool ove
   facts.user = user;
   facts.gpu_binding = slurm_gpu_binding(env(slurm::kTresBind));
   // Before the tasks start the step may not hold Slurm's TRES binding yet: the user's own
-  // --gpu-bind says it, else --gpus-per-task, which implies per_task.
-  if (facts.gpu_binding.empty() && !user.gpu.empty() && user.gpu != "none")
-    facts.gpu_binding = user.gpu;
+  // --gpu-bind says it, else --gpus-per-task ("2" or "a100:2"), which implies per_task unless
+  // another --gpu-bind was given (none leaves every task the step's GPUs).
+  if (facts.gpu_binding.empty()) facts.gpu_binding = user.gpu;
   if (facts.gpu_binding.empty()) {
-    if (const auto per_task = env(slurm::kGpusPerTask)) {
-      if (parse_whole_number(*per_task, 1, 1 << 20)) facts.gpu_binding = "per_task:" + *per_task;
-    }
+    if (const int per_task = count_from_env(env, slurm::kGpusPerTask); per_task > 0)
+      facts.gpu_binding = "per_task:" + std::to_string(per_task);
   }
+  if (facts.gpu_binding == "none") facts.gpu_binding.clear();
   facts.slurm_cpus = !user.cpu.empty() && !override_explicit;
   facts.slurm_memory = !user.mem.empty() && !override_explicit;
   facts.slurm_gpu_vars = user.gpu == "none" && !override_explicit;
@@ -96,7 +96,7 @@ std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, i
 
 std::string add_facts(const StepFacts& facts, StepRequest& request) {
   std::string not_carried;
-  if (facts.slurm_gpu_vars || gpus_chosen_by_cpus(facts.gpu_binding)) request.no_gpu_env = true;
+  request.gpus_named_by_slurm = slurm_names_gpus(facts);
   std::vector<FixedTask> fixed(static_cast<size_t>(std::max(request.ntasks, 0)));
   bool any = false;
   if (!facts.gpu_binding.empty() && !gpus_chosen_by_cpus(facts.gpu_binding)) {
@@ -130,6 +130,10 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
   }
   if (any) request.fixed = std::move(fixed);
   return not_carried;
+}
+
+bool slurm_names_gpus(const StepFacts& facts) {
+  return facts.slurm_gpu_vars || !facts.gpu_binding.empty();
 }
 
 LaunchDecision decide_launch(const StepPlan& plan, const StepFacts& facts,
@@ -172,9 +176,10 @@ LaunchDecision decide_launch(const StepPlan& plan, const StepFacts& facts,
   decision.planned = task.local_id;
   decision.options.bind_cpus = !facts.slurm_cpus;
   decision.options.prefer_memory = !facts.slurm_memory;
-  decision.options.align_other_visibility =
-      !no_gpu_env && !decision.slurm_chose_gpus && !facts.slurm_gpu_vars;
-  decision.options.set_gpu_visibility = !decision.slurm_chose_gpus && !facts.slurm_gpu_vars;
+  // Where Slurm names the task's GPUs (its per-task choice, --gpu-bind=none), its variables stay.
+  const bool slurms = decision.slurm_chose_gpus || slurm_names_gpus(facts);
+  decision.options.align_other_visibility = !no_gpu_env && !slurms;
+  decision.options.set_gpu_visibility = !slurms;
   return decision;
 }
 

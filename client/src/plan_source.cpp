@@ -27,12 +27,12 @@ Result<StepPlan> ask_daemon(const StepRequest& request, const std::string& encod
     refused.untrusted = true;
     return refused;
   }
-  // A daemon older than this plugin plans without what Slurm and the user fixed (the request's
-  // fixed_tasks, a field it does not know): its plan would bind tasks against Slurm's choice.
-  if (!request.fixed.empty() && !answer->fixed_kept) {
+  // A daemon older than this plugin plans without what Slurm and the user fixed (fields it does
+  // not know): its plan would bind tasks against Slurm's choice.
+  if (protocol::has_facts(request) && !answer->facts_kept) {
     return make_error("gpubindd at " + site.socket +
                       " is older than this plugin (another protocol version): it does not take "
-                      "the tasks' GPUs or CPUs that Slurm fixed; upgrade and restart gpubindd");
+                      "what Slurm or the user fixed for the tasks; upgrade and restart gpubindd");
   }
   answer->source = "daemon";
   return answer;

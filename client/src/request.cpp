@@ -16,6 +16,13 @@ uint64_t id_from_env(const EnvLookup& env, const char* name) {
   return static_cast<uint64_t>(parse_whole_number(*text, 0, LLONG_MAX).value_or(0));
 }
 
+// Whether the step's HIP_VISIBLE_DEVICES is one an outer task's binding set, unchanged since.
+bool set_by_gpubind(const EnvLookup& env) {
+  for (const EnvEntry& held : inherited_values(env))
+    if (held.name == "HIP_VISIBLE_DEVICES") return true;
+  return false;
+}
+
 // Warnings of reading the step, one line.
 void add_warning(BuiltRequest& built, const std::string& warning) {
   if (warning.empty()) return;
@@ -69,8 +76,9 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
   request.unplaced_slurm_indices = std::move(gpus.unplaced_slurm_indices);
   built.warning = std::move(gpus.warning);
   add_warning(built, ze_hierarchy_warning(env));
-  // The user's HIP_VISIBLE_DEVICES counts the step's GPUs: the plan rewrites it per task.
-  if (const auto hip = env("HIP_VISIBLE_DEVICES"); slurm_listed && hip) {
+  // The user's HIP_VISIBLE_DEVICES counts the step's GPUs: the plan rewrites it per task. One an
+  // outer task's binding set (a step inside a bound task) is gpubind's, not the user's.
+  if (const auto hip = env("HIP_VISIBLE_DEVICES"); slurm_listed && hip && !set_by_gpubind(env)) {
     request.hip_inherited = true;
     request.inherited_hip = *hip;
   }

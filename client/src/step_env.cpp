@@ -166,7 +166,12 @@ std::string fingerprint(const std::string& value) {
 std::string record_of_set_vars(const std::vector<std::pair<std::string, std::string>>& set) {
   std::string record;
   for (const auto& [name, value] : set) {
-    if (is_gpu_visibility_var(name) || name.rfind("GPUBIND_", 0) == 0) continue;
+    // What Slurm sets for a step's GPUs is its own again in a nested step: never recorded. HIP's
+    // list, which Slurm never sets, is, so a nested step tells gpubind's from the user's.
+    const auto slurms = slurm_visibility_vars();
+    if (std::find(slurms.begin(), slurms.end(), name) != slurms.end() ||
+        name.rfind("GPUBIND_", 0) == 0)
+      continue;
     record += (record.empty() ? "" : ",") + name + ":" + fingerprint(value);
   }
   return record;

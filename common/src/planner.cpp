@@ -117,7 +117,7 @@ Result<Plan> Planner::run() {
   assign_nics();
   warn_shared_gpus();
   list_gpu_places();
-  plan_.fixed_kept = fixed_gpus_ || fixed_cpus_;
+  plan_.facts_kept = has_facts(request_);
   render_env(topo_, policy_, request_, plan_.tasks, plan_.warnings, explain_, plan_.gpu_places);
   if (explain_) finish_explanation();
   return std::move(plan_);

@@ -233,6 +233,7 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.fixed_tasks.funcs.encode = write_fixed_tasks;
   message.fixed_tasks.arg = const_cast<std::vector<FixedTask>*>(&r.fixed);
   message.cpus_bound_at_launch = r.cpus_bound_at_launch;
+  message.gpus_named_by_slurm = r.gpus_named_by_slurm;
   if (r.hip_inherited) {
     message.inherited_hip_visible_devices.funcs.encode = write_present_string;
     message.inherited_hip_visible_devices.arg = const_cast<std::string*>(&r.inherited_hip);
@@ -260,7 +261,7 @@ Result<StepPlan> decode_plan(const std::string& bytes) {
       pb_istream_from_buffer(reinterpret_cast<const pb_byte_t*>(bytes.data()), bytes.size());
   if (!pb_decode(&stream, gpubind_v1_PlanResponse_fields, &message))
     return make_error(std::string("the daemon's answer is not a plan: ") + PB_GET_ERROR(&stream));
-  plan.fixed_kept = message.fixed_kept;
+  plan.facts_kept = message.facts_kept;
   return plan;
 }
 

@@ -31,6 +31,7 @@ inline PlanRequest request_with_every_field() {
              {{0}, CpuSet::range(14, 15)}};
   r.inherited_hip_visible_devices.emplace("1,0");
   r.cpus_bound_at_launch = true;
+  r.gpus_named_by_slurm = true;
   return r;
 }
 
@@ -70,6 +71,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   }
   EXPECT_EQ(back.inherited_hip_visible_devices, sent.inherited_hip_visible_devices);
   EXPECT_EQ(back.cpus_bound_at_launch, sent.cpus_bound_at_launch);
+  EXPECT_EQ(back.gpus_named_by_slurm, sent.gpus_named_by_slurm);
 }
 
 // The plan, failing the test (and giving an empty plan) where the planner refuses.

@@ -320,5 +320,28 @@ TEST(AnswerCheck, PlansOfEveryShippedPolicyPass) {
   EXPECT_GT(checked, 150);
 }
 
+// A node of Intel and NVIDIA GPUs: the NVIDIA tasks see no Intel GPU through an index no device
+// has (an empty ZE_AFFINITY_MASK would show them all), and the plugin lets that through; the
+// plans of Slurm's per-task binding too.
+TEST(AnswerCheck, AnotherVendorsGpusHiddenTheirRuntimesWayPass) {
+  auto node = load_node({std::string(GPUBIND_POLICIES) + "/aurora.conf",
+                         std::string(GPUBIND_FIXTURES) + "/aurora-pvc.xml"});
+  ASSERT_TRUE(node) << node.error().message;
+  node->topology.gpus[0].vendor = Vendor::kNvidia;
+  node->topology.gpus[0].tiles = 0;  // a whole NVIDIA GPU
+  node->policy.gpu_env.push_back({"CUDA_VISIBLE_DEVICES", "{gpus}", "nvidia", false});
+  for (bool fixed : {false, true}) {
+    StepRequest step;
+    step.ntasks = 6;
+    step.gpus_given = true;
+    for (int g = 0; g < 6; ++g)
+      step.gpus.push_back({g, std::to_string(g)});
+    step.allowed_cpus = node->topology.all_pus().to_list();
+    if (fixed) step.fixed = {{{5}, ""}, {{4}, ""}, {{3}, ""}, {{2}, ""}, {{1}, ""}, {{0}, ""}};
+    auto verdict = daemon_answer_checks(*node, step);
+    EXPECT_TRUE(verdict) << (fixed ? "fixed: " : "") << verdict.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gpubind::client

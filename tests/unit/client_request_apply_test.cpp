@@ -146,6 +146,18 @@ TEST(ApplyBinding, SetsTheVariablesRecordsThemAndKeepsTheUsersWhereOnlyIfUnset) 
   EXPECT_EQ(record->second.find("NCCL_SOCKET_IFNAME"), std::string::npos) << "not set: not ours";
 }
 
+// Where Slurm names the task's GPUs, the variables Slurm sets stay its own; an inherited HIP list
+// the plan rewrote (Slurm never sets HIP's) is still applied.
+TEST(ApplyBinding, SlurmsVisibilityStaysTheRewrittenHipListIsApplied) {
+  MapEnvironment env(Env{{"ROCR_VISIBLE_DEVICES", "0"}, {"HIP_VISIBLE_DEVICES", "0,1,2,3"}});
+  TaskBinding task = task_on_own_cpus();
+  task.env.push_back({"HIP_VISIBLE_DEVICES", "0", false});
+  ASSERT_TRUE(
+      apply_binding(task, env, {.align_other_visibility = false, .set_gpu_visibility = false}));
+  EXPECT_EQ(env.vars["ROCR_VISIBLE_DEVICES"], "0") << "Slurm's";
+  EXPECT_EQ(env.vars["HIP_VISIBLE_DEVICES"], "0");
+}
+
 TEST(ApplyBinding, AVariableThatCannotBeSetIsNotRecorded) {
   MapEnvironment env(Env{});
   env.refuse = "OMP_NUM_THREADS";

@@ -8,6 +8,7 @@
 #include "../support/fixtures.h"
 #include "../support/requests.h"
 #include "gpubind/client/options.h"
+#include "gpubind/client/request.h"
 #include "gpubind/client/srun_options.h"
 #include "gpubind/client/step_env.h"
 
@@ -278,8 +279,10 @@ TEST(StepEnv, NestedStepsClearWhatTheOuterBindingSet) {
   const std::string record = record_of_set_vars({{"OMP_NUM_THREADS", "7"},
                                                  {"UCX_NET_DEVICES", "mlx5_0:1"},
                                                  {"ROCR_VISIBLE_DEVICES", "0"},
+                                                 {"HIP_VISIBLE_DEVICES", "0"},
                                                  {"GPUBIND_CPUS", "1-7"}});
   EXPECT_EQ(record.find("ROCR_VISIBLE_DEVICES"), std::string::npos);
+  EXPECT_NE(record.find("HIP_VISIBLE_DEVICES"), std::string::npos) << "Slurm never sets it";
   EXPECT_EQ(record.find("GPUBIND_CPUS"), std::string::npos);
   const EnvLookup inherited = env_of({{"GPUBIND_BOUND", "1"},
                                       {"GPUBIND_CPUS", "1-7"},
@@ -360,6 +363,25 @@ TEST(StepEnv, CpusBoundAtLaunchAreTheTasksRecord) {
   ASSERT_EQ(kept.env.size(), 2u);
   EXPECT_EQ(kept.env[1].name, "GPUBIND_CPUS");
   EXPECT_EQ(kept.env[1].value, "3");
+}
+
+// A user's HIP_VISIBLE_DEVICES goes to the planner; one an outer task's binding set (a step
+// inside a bound task, unchanged since) is gpubind's and does not.
+TEST(StepRequest, TheUsersInheritedHipListIsAFactGpubindsOwnIsNot) {
+  const std::string record = record_of_set_vars({{"HIP_VISIBLE_DEVICES", "0"}});
+  StepShape shape;
+  shape.ntasks = 2;
+  shape.cpus = CpuSet::range(0, 1);
+  SiteArgs site;
+  auto users = slurm_step_request(
+      shape, env_of({{"SLURM_STEP_GPUS", "0,1"}, {"HIP_VISIBLE_DEVICES", "1"}}), {}, site);
+  EXPECT_TRUE(users.request.hip_inherited);
+  EXPECT_EQ(users.request.inherited_hip, "1");
+  auto outer = slurm_step_request(
+      shape,
+      env_of({{"SLURM_STEP_GPUS", "0,1"}, {"HIP_VISIBLE_DEVICES", "0"}, {"GPUBIND_SET", record}}),
+      {}, site);
+  EXPECT_FALSE(outer.request.hip_inherited);
 }
 
 TEST(SiteArgs, GpusWithoutGres) {

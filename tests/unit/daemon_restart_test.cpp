@@ -308,7 +308,7 @@ TEST_F(DaemonRestartTest, OnlyASiteWithoutFallbackWaitsForARestart) {
 
 // Version skew in a rolling upgrade: a daemon older than the plugin skips the request's fixed
 // tasks (a field it does not know) and plans the step as if Slurm had fixed nothing. The plugin
-// tells from the answer (no fixed_kept) and never applies such a plan: it plans in-process under
+// tells from the answer (no facts_kept) and never applies such a plan: it plans in-process under
 // the site's on_error, a "version" fallback.
 TEST_F(DaemonRestartTest, AnOlderDaemonThatDropsWhatSlurmFixedIsNotBelieved) {
   const Topology& lumi = testing::fixture("lumi-g");
@@ -340,7 +340,7 @@ TEST_F(DaemonRestartTest, AnOlderDaemonThatDropsWhatSlurmFixedIsNotBelieved) {
   PlanRequest current = older;
   current.fixed = {{{7}, std::nullopt}, {{6}, std::nullopt}};
   auto fixed = make_plan(lumi, SitePolicy(), current);
-  ASSERT_TRUE(fixed && fixed->fixed_kept);
+  ASSERT_TRUE(fixed && fixed->facts_kept);
   std::filesystem::remove(socket_);  // the first stand-in's
   FakeDaemon daemon(socket_, replies({}, Reply::kPlan), api::serialize_plan(*fixed, &lumi, {}));
   auto plan = client::plan_step(step, site, no_fallback, [](const std::string&) {});

@@ -70,7 +70,7 @@ TEST(PlannerFixed, SlurmsReversedMapGpuOnLumiGivesEachRankItsOwnGpusNicInEveryVa
     // Slurm named the task's GPU to it, in its own numbering: the plan names none.
     EXPECT_EQ(env_of(task, "ROCR_VISIBLE_DEVICES"), "<unset>");
   }
-  EXPECT_TRUE(plan.fixed_kept);
+  EXPECT_TRUE(plan.facts_kept);
   EXPECT_TRUE(plan.warnings.empty()) << plan.warnings[0];
 }
 
@@ -134,6 +134,21 @@ TEST(PlannerFixed, FixedCpusAreKeptAndTheGpusFollowThem) {
         << "rank " << task.rank << " on GPU " << task.gpus[0].node_index;
     EXPECT_EQ(env_of(task, "GPUBIND_CPUS"), task.cpus.to_list());
   }
+}
+
+TEST(PlannerFixed, ATaskBoundToSecondThreadsGetsTheGpuOfTheirCores) {
+  const Topology& lumi = fixture("lumi-g");  // CPUs 64-127 are the second threads of 0-63
+  PlanRequest request;
+  request.ntasks = 1;
+  request.fixed.resize(1);
+  request.fixed[0].cpus = CpuSet::range(113, 115);  // second threads of cores 49-51, L3 6
+  const Plan plan = plan_or_fail(lumi, lumi_policy(), request);  // smt=1 keeps them from tasks
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  ASSERT_FALSE(plan.tasks[0].gpus.empty());
+  EXPECT_TRUE(lumi.gpus[plan.tasks[0].gpus[0].node_index].locality.cpus.test(113))
+      << "GPU " << plan.tasks[0].gpus[0].node_index;
+  EXPECT_EQ(plan.tasks[0].cpus.to_list(), "113-115");
+  EXPECT_GE(plan.tasks[0].numa_node, 0);
 }
 
 TEST(PlannerFixed, TheFarGpuWarningNamesTheTaskThatIsFar) {
@@ -242,6 +257,7 @@ TEST(PlannerFixed, AnInheritedHipListIsRewrittenAsPositionsInEachTasksRocrList) 
 TEST(PlannerFixed, ANonIntelTaskSeesNoIntelGpuThroughAnIndexNoDeviceHas) {
   Topology node = fixture("aurora-pvc");
   node.gpus[0].vendor = Vendor::kNvidia;  // a node of both vendors
+  node.gpus[0].tiles = 0;
   auto policy = load_policy_file(std::string(GPUBIND_POLICIES) + "/aurora.conf");
   ASSERT_TRUE(policy);
   policy->gpu_env.push_back({"CUDA_VISIBLE_DEVICES", "{gpus}", "nvidia", false});

@@ -134,6 +134,7 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
     fixed.cpus = task.cpus();
   }
   r.cpus_bound_at_launch = p.cpus_bound_at_launch();
+  r.gpus_named_by_slurm = p.gpus_named_by_slurm();
   r.hip_inherited = p.has_inherited_hip_visible_devices();
   r.inherited_hip = p.inherited_hip_visible_devices();
   return r;
@@ -244,7 +245,7 @@ v1::PlanResponse as_answer(const protocol::StepPlan& plan) {
   v1::PlanResponse answer;
   for (const std::string& warning : plan.warnings)
     answer.add_warnings(warning);
-  answer.set_fixed_kept(plan.fixed_kept);
+  answer.set_facts_kept(plan.facts_kept);
   for (const protocol::GpuPlace& in : plan.gpu_places) {
     v1::GpuPlace& place = *answer.add_gpu_places();
     place.set_node_index(static_cast<uint32_t>(in.node_index));
@@ -334,7 +335,7 @@ constexpr Omission kPlanJsonOmits[] = {
      "a plan names no localities without its topology (gpubindctl topology, plan --svg)"},
     {"gpubind.v1.PlanResponse.gpu_places",
      "the launch side's check of Slurm's closest/single; gpubindctl topology shows localities"},
-    {"gpubind.v1.PlanResponse.fixed_kept", "which daemon planned, not the plan"},
+    {"gpubind.v1.PlanResponse.facts_kept", "which daemon planned, not the plan"},
 };
 // tools/output: plan_to_json (gpubindctl plan --json) of the plan the client reads, whose keys are
 // binder.proto's names.

@@ -178,6 +178,25 @@ TEST(DecideLaunch, AppliesThePlannedTaskWhereSlurmsChoiceAgrees) {
   EXPECT_FALSE(decision.options.align_other_visibility);
 }
 
+// closest where Slurm gave the task every step GPU (all near): nothing to check, and Slurm's
+// GPU variables stay its own (the plan's other vendors' variables are not aligned to the plan).
+TEST(DecideLaunch, UnderClosestSlurmsGpuVariablesStayEvenUnnarrowed) {
+  StepFacts facts;
+  facts.gpu_binding = "closest";
+  const auto decision =
+      decide_launch(four_task_plan(), facts, kFourGpus,
+                    task_env({{"SLURM_STEP_GPUS", "0,1,2,3"}, {"SLURMD_TRES_BIND", "gpu:closest"}}),
+                    TaskLaunch{2, 4, cpus("8-11")}, false);
+  ASSERT_TRUE(decision.apply);
+  EXPECT_FALSE(decision.options.set_gpu_visibility);
+  EXPECT_FALSE(decision.options.align_other_visibility);
+  StepFacts none;
+  none.slurm_gpu_vars = true;  // --gpu-bind=none
+  EXPECT_FALSE(decide_launch(four_task_plan(), none, kFourGpus, task_env({}),
+                             TaskLaunch{0, 4, cpus("0-3")}, false)
+                   .options.align_other_visibility);
+}
+
 TEST(DecideLaunch, KeepsSlurmsBindingWhereTheFactsDisagreeAndSaysWhy) {
   const StepPlan plan = four_task_plan();
   StepFacts facts;
@@ -231,7 +250,8 @@ TEST(StepFacts, SlurmsGpuBindingAndTheUsersCpuListGoInTheRequest) {
   StepFacts by_cpu;
   by_cpu.gpu_binding = "closest";
   add_facts(by_cpu, closest);
-  EXPECT_TRUE(closest.no_gpu_env);
+  EXPECT_TRUE(closest.gpus_named_by_slurm) << "Slurm's variables name each task's GPUs";
+  EXPECT_FALSE(closest.no_gpu_env) << "the plan's other GPU variables still set";
   EXPECT_TRUE(closest.fixed.empty());
 }
 

@@ -36,6 +36,7 @@ StepRequest step_with_every_field() {
   r.hip_inherited = true;
   r.inherited_hip = "1,0";
   r.cpus_bound_at_launch = true;
+  r.gpus_named_by_slurm = true;
   return r;
 }
 

@@ -89,6 +89,9 @@ struct PlanRequest {
   // Each task's CPUs are bound as it starts, after the plan (a CPU binding without a list): no
   // variable derived from the planned CPUs, and no memory preference (binder.proto).
   bool cpus_bound_at_launch = false;
+  // Slurm names each task's GPUs in its own variables (binder.proto): the plan sets no GPU
+  // visibility variable. Fixed GPUs imply it.
+  bool gpus_named_by_slurm = false;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).
@@ -133,8 +136,15 @@ struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<std::string> warnings;
   std::vector<GpuPlace> gpu_places;  // the step's placed GPUs, in step order
-  bool fixed_kept = false;           // the request's fixed tasks were kept
+  bool facts_kept = false;           // the request had facts (has_facts), and they were kept
 };
+
+// Whether the request carries what Slurm or the user fixed (fixed tasks, an inherited HIP list,
+// CPUs bound at launch, GPUs Slurm names): what an older daemon would drop unread.
+inline bool has_facts(const PlanRequest& request) {
+  return !request.fixed.empty() || request.inherited_hip_visible_devices.has_value() ||
+         request.cpus_bound_at_launch || request.gpus_named_by_slurm;
+}
 
 // Fails (with a message naming the fault) on bad requests: no tasks or more than kMaxTasks
 // (model_limits.h), unknown or repeated GPUs, no usable CPUs. Everything else plans, with

@@ -395,6 +395,9 @@ class CompiledGroup {
   // Explaining: the rule behind each variable this group sets, until told otherwise.
   void record_into(std::vector<EnvRule>* rules) { rules_ = rules; }
 
+  // Leaves out every template setting a GPU visibility variable (Slurm names the tasks' GPUs).
+  void leave_visibility_to_slurm(bool slurms) { slurms_visibility_ = slurms; }
+
   // `selector` is a vendor or NIC kind name (vendor_name, nic_kind_name: one string each, so
   // tasks of the same kind are told by its address), or "" for templates that apply to every
   // task. Without `naming_gpus`, templates that name GPUs are left out (no-gpu-env).
@@ -447,11 +450,13 @@ class CompiledGroup {
       const EnvTemplate& tmpl = templates_[i];
       if (tmpl.when.empty() ? own_only : tmpl.when != std::string_view(selector)) continue;
       if (!naming_gpus && names_gpus(compile(i))) continue;
+      if (slurms_visibility_ && is_gpu_visibility_var(tmpl.name)) continue;
       compile(i);
       chosen_.push_back(static_cast<int>(i));
     }
   }
 
+  bool slurms_visibility_ = false;
   const char* name_;  // the policy's name for the group, "gpu_env"
   const std::vector<EnvTemplate>& templates_;
   Scratch<std::optional<CompiledTemplate>> compiled_;
@@ -483,10 +488,15 @@ SmallVector<Vendor, kVendorCount> vendors_of(const Topology& topology) {
 
 // Each vendor's GPU variables for its own GPUs of the task; on a node with GPUs of several
 // vendors, the visibility variables of the others emptied, and HIP kept off NVIDIA's list.
-// A task's GPUs its launcher fixed are named to it by the launcher, in the task's own numbering:
-// the plan names none of them (PlanRequest::fixed).
-bool names_gpus(const PlanRequest& request) {
-  return request.gpu_env && (request.fixed.empty() || request.fixed[0].gpus.empty());
+bool gpus_fixed(const PlanRequest& request) {
+  return !request.fixed.empty() && !request.fixed[0].gpus.empty();
+}
+
+// Slurm names each task's GPUs in the variables it sets: where it chose them per task (fixed
+// GPUs, closest, single: in the task's own numbering under ConstrainDevices) or was told to keep
+// its own (--gpu-bind=none). The plan sets none of the visibility variables then.
+bool slurm_names_gpus(const PlanRequest& request) {
+  return request.gpus_named_by_slurm || gpus_fixed(request);
 }
 
 // The user's inherited HIP_VISIBLE_DEVICES for an AMD task: HIP counts its entries in the list
@@ -522,7 +532,7 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
                     TaskPlaceholders& values, const std::vector<int>& amd_steps,
                     std::vector<int>& hip_sees_none, EnvList& env) {
   const SmallVector<Vendor, kVendorCount> mine = vendors_of(task);
-  const bool naming = names_gpus(request);
+  const bool naming = request.gpu_env;
   if (mine.size() == 1) {
     gpu_env.append(vendor_name(mine[0]), values, env, naming);
   } else {
@@ -534,15 +544,21 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
     values.select_vendor(std::nullopt);
     gpu_env.append("", values, env, naming);
   }
+  // The inherited HIP list, where the task's narrowed list is known here: the plan's own (it
+  // narrows ROCR_VISIBLE_DEVICES), or the GPUs Slurm's per-task binding fixed. Not under closest
+  // or single (which GPUs Slurm gives is known only at launch) or --gpu-bind=none (nothing is
+  // narrowed), nor where the site's policy sets HIP_VISIBLE_DEVICES itself.
   const bool amd = std::find(mine.begin(), mine.end(), Vendor::kAmd) != mine.end();
-  if (request.gpu_env && amd && request.inherited_hip_visible_devices) {
+  const bool narrowed_here = request.gpu_env && (gpus_fixed(request) || !slurm_names_gpus(request));
+  if (narrowed_here && amd && request.inherited_hip_visible_devices &&
+      !env.value_of("HIP_VISIBLE_DEVICES")) {
     const std::string& inherited = *request.inherited_hip_visible_devices;
     if (auto hip = narrowed_hip_list(task, inherited, amd_steps)) {
       env.add("HIP_VISIBLE_DEVICES", *hip);
       if (hip->empty() && !inherited.empty()) hip_sees_none.push_back(task.rank);
     }
   }
-  if (naming && node_vendors.size() > 1) {
+  if (naming && !slurm_names_gpus(request) && node_vendors.size() > 1) {
     auto has = [&](Vendor v) { return std::find(mine.begin(), mine.end(), v) != mine.end(); };
     for (Vendor vendor : node_vendors) {
       const GpuVendorRow* row = gpu_vendor(vendor);
@@ -597,6 +613,7 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
   const bool omp_places = request.omp_places.value_or(policy.omp_places);
   CompiledGroup gpu_env("gpu_env", policy.gpu_env), nic_env("nic_env", policy.nic_env),
       omp_env("omp_env", policy.omp_env);
+  gpu_env.leave_visibility_to_slurm(slurm_names_gpus(request));
   size_t bytes = 0;  // the last task's: tasks of a step are alike, so one allocation each
   TaskPlaceholders v(topology, static_cast<int>(tasks.size()), node);
   v.leave_cpus_unknown(request.cpus_bound_at_launch);

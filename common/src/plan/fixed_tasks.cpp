@@ -67,14 +67,17 @@ void Planner::take_fixed_gpus() {
   }
 }
 
-// Each task's fixed CPUs as usable units (those of its CPUs the policy lets tasks have), for
-// the GPU choice and the task's home; the task keeps its whole fixed set (build_task_plans).
+// Each task's fixed CPUs as usable units (those on the cores of its CPUs, whichever threads it
+// was bound to: a second thread the policy's smt leaves out sits where its core does), for the
+// GPU choice and the task's home; the task keeps its whole fixed set (build_task_plans).
 void Planner::take_fixed_cores() {
   task_cores_.assign(ntasks_, {});
   for (int task = 0; task < ntasks_; ++task) {
     const CpuSet& cpus = *request_.fixed[task].cpus;
     for (int u = 0; u < static_cast<int>(usable_.size()); ++u) {
-      if (!cpus.test(usable_[u].first_pu)) continue;
+      const std::vector<int>& core_pus = topo_.cores[usable_[u].core].pus;
+      if (std::none_of(core_pus.begin(), core_pus.end(), [&](int pu) { return cpus.test(pu); }))
+        continue;
       task_cores_[task].push_back(u);
       ++core_owners_[u];
       record_grant(task, u, CoreSource::kFixed);
@@ -82,15 +85,25 @@ void Planner::take_fixed_cores() {
   }
 }
 
-// A task with fixed CPUs has all of them, reserved or beyond `smt` ones included, as bound.
+// A task with fixed CPUs has all of them, reserved or beyond `smt` ones included, as bound; where
+// none lies on a usable core (only reserved ones), its home is that of its first core.
 void Planner::keep_fixed_cpus(int task, TaskPlan& plan) const {
   const CpuSet step = request_.allowed_cpus.value_or(all_pus_) & all_pus_;
   plan.cpus = *request_.fixed[task].cpus & step;
   int cores = 0;
-  for (const Core& core : topo_.cores)
-    cores +=
-        std::any_of(core.pus.begin(), core.pus.end(), [&](int pu) { return plan.cpus.test(pu); });
+  const Core* first = nullptr;
+  for (const Core& core : topo_.cores) {
+    if (std::none_of(core.pus.begin(), core.pus.end(), [&](int pu) { return plan.cpus.test(pu); }))
+      continue;
+    ++cores;
+    if (!first) first = &core;
+  }
   plan.ncores = cores;
+  if (task_cores_[task].empty() && first) {
+    if (first->numa_index >= 0 && !request_.cpus_bound_at_launch)
+      plan.numa_node = topo_.numa_os_number(first->numa_index);
+    plan.l3_index = first->l3_index;
+  }
 }
 
 // The step's placed GPUs and their domains' CPUs.

@@ -42,8 +42,9 @@ struct ApplyOptions {
   // Also point the GPU visibility variables the plan does not set (HIP's after ROCm's, ...) at
   // the task's GPUs; false where GPU variables are left alone or stay Slurm's.
   bool align_other_visibility = true;
-  // False where the task's GPU visibility variables are Slurm's (it chose the task's GPUs, or
-  // --gpu-bind=none): the plan's are not set.
+  // False where the variables Slurm sets for GPUs are Slurm's (it chose the task's GPUs, or
+  // --gpu-bind=none): the plan's values of them are not set (an inherited HIP list the plan
+  // rewrote still is).
   bool set_gpu_visibility = true;
   // Clear what an outer binding left (clear_stale_binding) once the CPUs are set: a launcher's
   // workers under gpubind-run, where nobody exports anything in between. The plugin clears only

@@ -33,6 +33,10 @@ struct StepFacts {
 };
 StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool override_explicit);
 
+// Whether Slurm names the tasks' GPUs in its own variables: a per-task GPU binding of its own, or
+// --gpu-bind=none (the request's gpus_named_by_slurm).
+bool slurm_names_gpus(const StepFacts& facts);
+
 // Each task's CPUs under an explicit CPU binding whose list says them (mask_cpu, map_cpu, their
 // entries reused in turn as Slurm does); nullopt for any other (none, cores, rank...: no task's
 // own CPUs are known before it starts). `step_cpus` must not be empty.

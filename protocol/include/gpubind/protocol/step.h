@@ -42,7 +42,14 @@ struct StepRequest {
   bool hip_inherited = false;
   std::string inherited_hip;
   bool cpus_bound_at_launch = false;  // each task's CPUs are bound as it starts
+  bool gpus_named_by_slurm = false;   // Slurm's variables name each task's GPUs
 };
+
+// Whether the request carries what Slurm or the user fixed, which a daemon older than them
+// would drop unread (common's has_facts over the planner's request).
+inline bool has_facts(const StepRequest& r) {
+  return !r.fixed.empty() || r.hip_inherited || r.cpus_bound_at_launch || r.gpus_named_by_slurm;
+}
 
 struct TaskEnv {
   std::string name, value;
@@ -78,7 +85,7 @@ struct StepPlan {
   std::vector<std::string> warnings;
   std::vector<TaskBinding> tasks;
   std::vector<GpuPlace> gpu_places;  // empty from daemons before it
-  bool fixed_kept = false;           // the request's fixed tasks were kept (false: an old daemon)
+  bool facts_kept = false;  // the request's facts were kept (has_facts; false: an old daemon)
 };
 
 }  // namespace gpubind::protocol
