@@ -62,6 +62,7 @@ StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool ove
       facts.gpu_binding = "per_task:" + std::to_string(per_task);
   }
   if (facts.gpu_binding == "none") facts.gpu_binding.clear();
+  facts.gpu_id_base = relative_gpu_ids(env);
   facts.slurm_cpus = !user.cpu.empty() && !override_explicit;
   facts.slurm_memory = !user.mem.empty() && !override_explicit;
   facts.slurm_gpu_vars = user.gpu == "none" && !override_explicit;
@@ -103,7 +104,7 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
     std::vector<int> step;
     for (const auto& gpu : request.gpus)
       step.push_back(gpu.first);
-    const auto map = slurm_gpu_map(facts.gpu_binding, step, request.ntasks);
+    const auto map = slurm_gpu_map(facts.gpu_binding, step, request.ntasks, facts.gpu_id_base);
     if (map) {
       for (size_t task = 0; task < map->size(); ++task) {
         for (int gpu : (*map)[task]) {
@@ -144,8 +145,8 @@ LaunchDecision decide_launch(const StepPlan& plan, const StepFacts& facts,
     return keep_slurms("no plan for local task " + std::to_string(task.local_id));
   const TaskBinding& planned = plan.tasks[task.local_id];
   LaunchDecision decision;
-  const auto choice =
-      slurm_task_gpus(task_env, step_gpus, task.local_id, task.local_tasks, plan, task.affinity);
+  const auto choice = slurm_task_gpus(task_env, step_gpus, task.local_id, task.local_tasks, plan,
+                                      task.affinity, facts.gpu_id_base);
   if (choice) {
     const std::string binding = choice->binding.empty() ? "its GPU binding" : choice->binding;
     if (!choice->identified) {

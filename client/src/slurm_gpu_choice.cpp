@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "gpubind/cpuset.h"
@@ -102,7 +103,15 @@ void identify_by_cpus(const StepPlan& plan, const std::vector<int>& step_gpus,
 
 std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& binding,
                                                            const std::vector<int>& step_gpus,
-                                                           int local_tasks) {
+                                                           int local_tasks,
+                                                           const std::vector<int>& id_base) {
+  // A GPU id of the binding as a node index: itself, or under ConstrainDevices the id-th of the
+  // job's GPUs; -1 for none.
+  const auto node_gpu = [&](long id) -> int {
+    if (id_base.empty()) return static_cast<int>(id);
+    return id >= 0 && id < static_cast<long>(id_base.size()) ? id_base[static_cast<size_t>(id)]
+                                                             : -1;
+  };
   const size_t colon = binding.find(':');
   if (colon == std::string::npos || step_gpus.empty() || local_tasks < 1) return std::nullopt;
   const std::string kind = binding.substr(0, colon), list = binding.substr(colon + 1);
@@ -125,14 +134,15 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
       const bool hex = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
       const auto gpu = parse_number(hex ? entry.substr(2) : entry, hex ? 16 : 10);
       if (!gpu) return std::nullopt;
-      if (in_step(step_gpus, static_cast<int>(*gpu))) map[task].push_back(static_cast<int>(*gpu));
+      if (in_step(step_gpus, node_gpu(*gpu))) map[task].push_back(node_gpu(*gpu));
     } else {
       const bool prefixed = entry.rfind("0x", 0) == 0 || entry.rfind("0X", 0) == 0;
       const std::string digits = prefixed ? entry.substr(2) : entry;
       const auto mask = parse_whole_number(digits, 0, 0xFFFFFFF, 16);
       if (!mask || digits.size() > 7) return std::nullopt;
       for (int gpu = 0; gpu < 28; ++gpu)
-        if (((*mask >> gpu) & 1) && in_step(step_gpus, gpu)) map[task].push_back(gpu);
+        if (((*mask >> gpu) & 1) && in_step(step_gpus, node_gpu(gpu)))
+          map[task].push_back(node_gpu(gpu));
     }
     // Slurm binds such a task its own way (the first GPU of the step): not computed here.
     if (map[task].empty()) return std::nullopt;
@@ -158,7 +168,8 @@ std::optional<std::vector<int>> gpus_near_cpus(const StepPlan& plan,
 std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
                                              const std::vector<int>& step_gpus, int local_id,
                                              int local_tasks, const StepPlan& plan,
-                                             const CpuSet& task_cpus) {
+                                             const CpuSet& task_cpus,
+                                             const std::vector<int>& id_base) {
   const std::optional<std::string> listed = task_env(slurm::kStepGpus);
   if (!listed || step_gpus.empty()) return std::nullopt;
   const auto gpus = parse_indices(*listed);
@@ -170,7 +181,7 @@ std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
     identify_by_cpus(plan, step_gpus, task_cpus, choice);
     return choice;
   }
-  const auto map = slurm_gpu_map(choice.binding, step_gpus, local_tasks);
+  const auto map = slurm_gpu_map(choice.binding, step_gpus, local_tasks, id_base);
   if (!map || local_id < 0 || local_id >= local_tasks) return choice;  // not identified
   // Under ConstrainDevices a narrowed task's SLURM_STEP_GPUS names the step's first GPUs, not
   // its own; Slurm's binding names them. The count must agree.
@@ -187,6 +198,22 @@ std::string slurm_gpu_binding(const std::optional<std::string>& tres_bind) {
   std::string binding = tres_bind->substr(at + 4);
   binding = binding.substr(0, binding.find(';'));
   return slurm::without_verbosity(binding);
+}
+
+std::vector<int> relative_gpu_ids(const EnvLookup& env) {
+  const auto step = env(slurm::kStepGpus);
+  const auto visibility = slurm_visibility_var(env);
+  if (!step || !visibility) return {};
+  const auto global = parse_indices(*step);
+  const auto listed = parse_indices(visibility->value);
+  if (!global || !listed || global->size() != listed->size()) return {};
+  std::vector<int> first(listed->size());
+  std::iota(first.begin(), first.end(), 0);
+  if (sorted(*listed) != first || sorted(*global) == first) return {};
+  // Numbered from 0 while the step's GPUs are others: ConstrainDevices. Ids count the job's.
+  const auto job = env(slurm::kJobGpus);
+  const auto job_gpus = job ? parse_indices(*job) : std::nullopt;
+  return sorted(job_gpus ? *job_gpus : *global);
 }
 
 bool gpus_chosen_by_cpus(const std::string& binding) {

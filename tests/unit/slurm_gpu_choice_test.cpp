@@ -29,6 +29,43 @@ TEST(SlurmGpuMap, MapMaskAndPerTask) {
   EXPECT_EQ(slurm_gpu_map("mask_gpu:0xf", std::vector<int>{2, 3}, 1), (Map{{2, 3}}));
 }
 
+// Under ConstrainDevices map_gpu and mask_gpu ids count the job's GPUs from 0 (srun(1)): a job
+// of node GPUs 1-3 with map_gpu:1,2 gives its tasks node GPUs 2 and 3.
+TEST(SlurmGpuMap, UnderConstrainDevicesIdsCountTheJobsGpus) {
+  const std::vector<int> step{1, 2, 3};
+  EXPECT_EQ(slurm_gpu_map("map_gpu:1,2", step, 2, {1, 2, 3}), (Map{{2}, {3}}));
+  EXPECT_EQ(slurm_gpu_map("mask_gpu:0x1,0x6", step, 2, {1, 2, 3}), (Map{{1}, {2, 3}}));
+  EXPECT_FALSE(slurm_gpu_map("map_gpu:3", step, 1, {1, 2, 3})) << "no fourth GPU in the job";
+  // Told from the step's list numbered from 0 while SLURM_STEP_GPUS names other GPUs.
+  EXPECT_EQ(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "1,2,3"},
+                                        {"SLURM_JOB_GPUS", "1,2,3"},
+                                        {"CUDA_VISIBLE_DEVICES", "0,1,2"}})),
+            (std::vector<int>{1, 2, 3}));
+  EXPECT_TRUE(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "1,2,3"},
+                                         {"CUDA_VISIBLE_DEVICES", "1,2,3"}}))
+                  .empty())
+      << "node indices: no ConstrainDevices";
+  EXPECT_TRUE(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "0,1"},
+                                         {"CUDA_VISIBLE_DEVICES", "0,1"}}))
+                  .empty())
+      << "both numberings agree";
+  // The request carries the job's GPUs, not the ids.
+  ExplicitBinding user;
+  user.gpu = "map_gpu:1,2";
+  const StepFacts facts = step_facts(task_env({{"SLURM_STEP_GPUS", "1,2,3"},
+                                               {"SLURM_JOB_GPUS", "1,2,3"},
+                                               {"ROCR_VISIBLE_DEVICES", "0,1,2"}}),
+                                     user, false);
+  StepRequest request;
+  request.ntasks = 2;
+  request.allowed_cpus = "0-3";
+  request.gpus = {{1, "0"}, {2, "1"}, {3, "2"}};
+  add_facts(facts, request);
+  ASSERT_EQ(request.fixed.size(), 2u);
+  EXPECT_EQ(request.fixed[0].gpus, std::vector<int>{1}) << "node GPU 2, the step's second";
+  EXPECT_EQ(request.fixed[1].gpus, std::vector<int>{2});
+}
+
 TEST(SlurmGpuMap, WhatCannotBeComputedHereIsNotGuessed) {
   const std::vector<int> step{0, 1};
   EXPECT_FALSE(slurm_gpu_map("closest", step, 2));

@@ -38,9 +38,9 @@ enum class ZeHierarchy { kFlat, kComposite };
 // rendered around it.
 struct FixedTask {
   // Positions in the step's GPU list: the GPUs its launcher gave it (Slurm's map_gpu, mask_gpu,
-  // per_task). Empty: not fixed. Whoever chose them named them to the task in its own numbering
-  // (under ConstrainDevices Slurm counts a task's devices from 0), so the plan sets no variable
-  // naming GPUs for such a task.
+  // per_task). Empty: not fixed. Whoever chose them named them to the task in the variables Slurm
+  // sets (under ConstrainDevices counting the task's devices from 0): the plan sets none of those
+  // (gpus_named_by_slurm), an inherited HIP list it rewrites still.
   std::vector<int> gpus;
   // The CPUs it is bound to (an explicit --cpu-bind list); nullopt: not fixed.
   std::optional<CpuSet> cpus;

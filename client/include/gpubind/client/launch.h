@@ -27,6 +27,9 @@ struct StepFacts {
   // Slurm's per-task GPU binding: "map_gpu:1,0", "mask_gpu:0x3", "per_task:2", "closest",
   // "single:1"; "" where Slurm gives every task the step's GPUs.
   std::string gpu_binding;
+  // Where the binding's GPU ids count the job's GPUs (ConstrainDevices): their node indices in
+  // order (slurm_gpu_choice.h's relative_gpu_ids); empty where the ids are node indices.
+  std::vector<int> gpu_id_base;
   bool slurm_cpus = false;      // the user's --cpu-bind stays (the site does not override it)
   bool slurm_memory = false;    // the user's --mem-bind stays
   bool slurm_gpu_vars = false;  // --gpu-bind=none: the GPU visibility variables stay Slurm's

@@ -50,7 +50,8 @@ struct SlurmTaskGpus {
 std::optional<SlurmTaskGpus> slurm_task_gpus(const EnvLookup& task_env,
                                              const std::vector<int>& step_gpus, int local_id,
                                              int local_tasks, const StepPlan& plan,
-                                             const CpuSet& task_cpus);
+                                             const CpuSet& task_cpus,
+                                             const std::vector<int>& id_base = {});
 
 // The step's GPUs whose domain (the plan's gpu_places) holds one of `cpus`, in node order;
 // nullopt where the plan does not place a step GPU (a daemon from before gpu_places).
@@ -60,9 +61,18 @@ std::optional<std::vector<int>> gpus_near_cpus(const StepPlan& plan,
 
 // The node GPU indices Slurm's binding gives each of `local_tasks` tasks, restricted to the
 // step's GPUs (map_gpu, mask_gpu and per_task; "*N" repeats an entry); nullopt for bindings
-// that depend on more than the text (closest, single) or that cannot be read.
+// that depend on more than the text (closest, single) or that cannot be read. `id_base`: where
+// map_gpu's and mask_gpu's ids count the job's GPUs (ConstrainDevices: relative_gpu_ids), those
+// GPUs' node indices in order; empty where the ids are node indices.
 std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& binding,
                                                            const std::vector<int>& step_gpus,
-                                                           int local_tasks);
+                                                           int local_tasks,
+                                                           const std::vector<int>& id_base = {});
+
+// Under ConstrainDevices, Slurm's map_gpu and mask_gpu ids count the GPUs allocated to the job
+// from 0 (srun(1)): the job's GPUs' node indices in order, told from the step's visibility list
+// numbered from 0 while its SLURM_STEP_GPUS names others; empty where the ids are node indices
+// (or both numberings agree).
+std::vector<int> relative_gpu_ids(const EnvLookup& env);
 
 }  // namespace gpubind::client
