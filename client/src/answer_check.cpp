@@ -7,16 +7,14 @@
 #include "gpubind/client/step_env.h"
 #include "gpubind/cpuset.h"
 #include "gpubind/env_names.h"
+#include "gpubind/gpu_tokens.h"
 #include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 
 namespace gpubind::client {
 namespace {
 
-bool all_digits(const std::string& text) {
-  return !text.empty() &&
-         std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
-}
+using gpu_tokens::is_number;
 
 // How the step names the task's GPU `gpu`: its token, or "" when it is not the step's. A step
 // given every GPU of the node names them by number within their vendor: at most the node index
@@ -34,8 +32,7 @@ std::string step_token(const StepRequest& request, const TaskGpuInfo& gpu) {
 // outside the composite hierarchy only, each a number.
 bool flat_tiles(const StepRequest& request, const TaskBinding& task, const std::string& token) {
   if (task.vendor != "intel" || request.ze_hierarchy == "composite") return false;
-  const std::vector<std::string> parts = split_list(token);
-  return !parts.empty() && std::all_of(parts.begin(), parts.end(), all_digits);
+  return gpu_tokens::is_flat_devices(token);
 }
 
 // Whether `token` may be the vendor's own number for a step GPU the step calls `step_token`:
@@ -55,14 +52,11 @@ bool names_the_gpu(const StepRequest& request, const TaskBinding& task, const Ta
                    const std::string& token) {
   if (token == "?") {
     // A number up to the node index, or a composite tile of one ("3.1").
-    const size_t dot = gpu.token.find('.');
-    const bool tile = dot != std::string::npos && all_digits(gpu.token.substr(dot + 1));
-    if (parse_whole_number(gpu.token.substr(0, tile ? dot : std::string::npos), 0, gpu.node_index))
-      return true;
+    const std::string_view card = gpu_tokens::composite_card(gpu.token).value_or(gpu.token);
+    if (parse_whole_number(card, 0, gpu.node_index)) return true;
   } else if (gpu.token == token) {
     return true;
-  } else if (gpu.token.rfind(token + ".", 0) == 0 &&
-             all_digits(gpu.token.substr(token.size() + 1))) {
+  } else if (gpu_tokens::is_composite_tile_of(gpu.token, token)) {
     return true;
   } else if (vendor_number(gpu.token, token, gpu.node_index)) {
     return true;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "gpubind/env.h"
+#include "gpubind/gpu_tokens.h"
 #include "gpubind/parse.h"
 #include "gpubind/slurm_words.h"
 
@@ -55,10 +56,9 @@ StepGpus step_gpus_from_env(const EnvLookup& env) {
       indices ? split_list(*indices) : std::vector<std::string>{};
   const std::vector<std::string> token_list =
       tokens ? split_list(*tokens) : std::vector<std::string>{};
-  auto prefixed = [](const char* prefix) {
-    return [prefix](const std::string& t) { return t.rfind(prefix, 0) == 0; };
-  };
-  if (std::any_of(token_list.begin(), token_list.end(), prefixed("MIG-"))) {
+  const auto is_mig = [](const std::string& t) { return gpu_tokens::is_mig(t); };
+  const auto is_uuid = [](const std::string& t) { return gpu_tokens::is_gpu_uuid(t); };
+  if (std::any_of(token_list.begin(), token_list.end(), is_mig)) {
     out.unplaced = token_list;
     if (index_list.size() == token_list.size()) {
       for (const std::string& text : index_list) {
@@ -73,7 +73,7 @@ StepGpus step_gpus_from_env(const EnvLookup& env) {
     return out;
   }
   if (index_list.empty() && !token_list.empty() &&
-      std::all_of(token_list.begin(), token_list.end(), prefixed("GPU-"))) {
+      std::all_of(token_list.begin(), token_list.end(), is_uuid)) {
     out.unplaced = token_list;  // the node's UUIDs tell which GPUs they are
     return out;
   }

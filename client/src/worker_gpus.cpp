@@ -4,6 +4,7 @@
 #include <climits>
 #include <set>
 
+#include "gpubind/gpu_tokens.h"
 #include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 #include "gpubind/slurm_words.h"
@@ -158,7 +159,7 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   request.unplaced_gpus = tokens;
   out.how = named + ", by token";
   const bool mig = std::all_of(tokens.begin(), tokens.end(),
-                               [](const std::string& t) { return t.rfind("MIG-", 0) == 0; });
+                               [](const std::string& t) { return gpu_tokens::is_mig(t); });
   if (!mig) {
     out.warning = "cannot tell which of the node's GPUs " + named +
                   " names: each worker gets its share of them, but cores are placed without "

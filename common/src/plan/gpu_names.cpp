@@ -8,22 +8,15 @@
 #include <string_view>
 #include <utility>
 
+#include "gpubind/gpu_tokens.h"
 #include "plan/plan_state.h"
 
 namespace gpubind::planning {
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-bool is_gpu_uuid(std::string_view token) {
-  return starts_with(token, "GPU-");
-}
-
-bool is_mig_token(std::string_view token) {
-  return starts_with(token, "MIG-");
-}
+using gpu_tokens::is_gpu_uuid;
+using gpu_tokens::legacy_mig_parent_uuid;
+constexpr auto is_mig_token = gpu_tokens::is_mig;
 
 // A GPU number: at most kMaxTasks (model_limits.h), past any node's GPUs, so tile numbers
 // derived from it cannot overflow.
@@ -55,13 +48,6 @@ int gpu_with_uuid(const Topology& topology, std::string_view uuid) {
   for (const Gpu& gpu : topology.gpus)
     if (!gpu.uuid.empty() && same_text_ignoring_case(gpu.uuid, uuid)) return gpu.index;
   return -1;
-}
-
-// Drivers before R470 name a MIG instance after its GPU: "MIG-GPU-<uuid>/<gi>/<ci>".
-std::string_view legacy_mig_parent_uuid(std::string_view token) {
-  if (!starts_with(token, "MIG-GPU-")) return {};
-  const std::string_view uuid = token.substr(4);
-  return uuid.substr(0, uuid.find('/'));
 }
 
 // An Intel GPU on the root bus: the integrated one (0000:00:02.0), not a card behind a port.
@@ -299,19 +285,16 @@ std::string Planner::device_token(int step_gpu, int tile) {
   const bool flat = request_.ze_hierarchy != ZeHierarchy::kComposite;
   if (flat && tiles < 2 && gpu.vendor == Vendor::kIntel && first >= 0) return std::to_string(first);
   if (tiles < 2 || !flat) {
-    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+    return tile >= 0 ? gpu_tokens::composite_tile(step_token, tile) : step_token;
   }
   if (first < 0) {
     warn("GPU token '" + step_token +
          "' is not a card number: its tiles cannot be named under ZE_FLAT_DEVICE_HIERARCHY=FLAT; "
          "the card.tile form is used");
-    return tile >= 0 ? step_token + "." + std::to_string(tile) : step_token;
+    return tile >= 0 ? gpu_tokens::composite_tile(step_token, tile) : step_token;
   }
-  if (tile >= 0) return std::to_string(first + tile);
-  std::string all;
-  for (int t = 0; t < tiles; ++t)
-    all += (t ? "," : "") + std::to_string(first + t);
-  return all;
+  return tile >= 0 ? gpu_tokens::flat_devices(first + tile, 1)
+                   : gpu_tokens::flat_devices(first, tiles);
 }
 
 }  // namespace gpubind::planning
