@@ -198,6 +198,13 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.fixed = std::move(*fixed);
   request.cpus_bound_at_launch = proto.cpus_bound_at_launch();
   request.gpus_named_by_slurm = proto.gpus_named_by_slurm();
+  if (!v1::SlurmGpuRule_IsValid(proto.slurm_gpu_rule()))
+    return make_error("slurm_gpu_rule " + std::to_string(proto.slurm_gpu_rule()) +
+                      " is not one this daemon knows");
+  request.slurm_gpu_rule =
+      proto.slurm_gpu_rule() == v1::SLURM_GPU_RULE_CLOSEST  ? SlurmGpuRule::kClosest
+      : proto.slurm_gpu_rule() == v1::SLURM_GPU_RULE_SINGLE ? SlurmGpuRule::kSingle
+                                                            : SlurmGpuRule::kNone;
   if (proto.has_inherited_hip_visible_devices()) {
     if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
       return make_error("inherited_hip_visible_devices exceeds " +
@@ -249,6 +256,10 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
     proto.set_inherited_hip_visible_devices(*request.inherited_hip_visible_devices);
   proto.set_cpus_bound_at_launch(request.cpus_bound_at_launch);
   proto.set_gpus_named_by_slurm(request.gpus_named_by_slurm);
+  proto.set_slurm_gpu_rule(
+      request.slurm_gpu_rule == SlurmGpuRule::kClosest  ? v1::SLURM_GPU_RULE_CLOSEST
+      : request.slurm_gpu_rule == SlurmGpuRule::kSingle ? v1::SLURM_GPU_RULE_SINGLE
+                                                        : v1::SLURM_GPU_RULE_NONE);
   return proto;
 }
 

@@ -125,6 +125,9 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
       for (size_t task = 0; task < lists->size(); ++task)
         fixed[task].cpus = (*lists)[task].to_list();
       any = true;
+      // Slurm chooses closest's and single's GPUs by those CPUs: the planner follows its rule.
+      if (gpus_chosen_by_cpus(facts.gpu_binding))
+        request.slurm_gpu_rule = facts.gpu_binding.rfind("closest", 0) == 0 ? "closest" : "single";
     } else {
       request.cpus_bound_at_launch = true;  // Slurm chooses them as each task starts
     }

@@ -107,6 +107,8 @@ Result<Plan> Planner::run() {
   }
   if (fixed_cpus_) {
     take_fixed_cores();
+    // Slurm's closest/single by those CPUs: its GPUs for each task, as if fixed.
+    if (!fixed_gpus_ && take_slurm_rule_gpus()) fixed_gpus_ = true;
   } else {
     assign_cores();
   }

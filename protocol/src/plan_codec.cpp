@@ -176,6 +176,8 @@ Status check_request(const StepRequest& r) {
     if (index < 0) return make_error("Slurm GPU index " + std::to_string(index) + " is negative");
   if (r.ccl_worker_count < 0 || r.ccl_local_size < 0)
     return make_error("a oneCCL count of the step is negative");
+  if (!r.slurm_gpu_rule.empty() && r.slurm_gpu_rule != "closest" && r.slurm_gpu_rule != "single")
+    return make_error("slurm_gpu_rule '" + r.slurm_gpu_rule + "': expected closest or single");
   if (!r.ze_hierarchy.empty() && r.ze_hierarchy != "flat" && r.ze_hierarchy != "composite")
     return make_error("ze_hierarchy '" + r.ze_hierarchy + "': expected flat or composite");
   if (!r.fixed.empty() && static_cast<int>(r.fixed.size()) != r.ntasks)
@@ -234,6 +236,10 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.fixed_tasks.arg = const_cast<std::vector<FixedTask>*>(&r.fixed);
   message.cpus_bound_at_launch = r.cpus_bound_at_launch;
   message.gpus_named_by_slurm = r.gpus_named_by_slurm;
+  message.slurm_gpu_rule =
+      r.slurm_gpu_rule == "closest"  ? gpubind_v1_SlurmGpuRule_SLURM_GPU_RULE_CLOSEST
+      : r.slurm_gpu_rule == "single" ? gpubind_v1_SlurmGpuRule_SLURM_GPU_RULE_SINGLE
+                                     : gpubind_v1_SlurmGpuRule_SLURM_GPU_RULE_NONE;
   if (r.hip_inherited) {
     message.inherited_hip_visible_devices.funcs.encode = write_present_string;
     message.inherited_hip_visible_devices.arg = const_cast<std::string*>(&r.inherited_hip);

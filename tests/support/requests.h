@@ -32,6 +32,7 @@ inline PlanRequest request_with_every_field() {
   r.inherited_hip_visible_devices.emplace("1,0");
   r.cpus_bound_at_launch = true;
   r.gpus_named_by_slurm = true;
+  r.slurm_gpu_rule = SlurmGpuRule::kClosest;
   return r;
 }
 
@@ -72,6 +73,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   EXPECT_EQ(back.inherited_hip_visible_devices, sent.inherited_hip_visible_devices);
   EXPECT_EQ(back.cpus_bound_at_launch, sent.cpus_bound_at_launch);
   EXPECT_EQ(back.gpus_named_by_slurm, sent.gpus_named_by_slurm);
+  EXPECT_EQ(back.slurm_gpu_rule, sent.slurm_gpu_rule);
 }
 
 // The plan, failing the test (and giving an empty plan) where the planner refuses.

@@ -136,6 +136,37 @@ TEST(PlannerFixed, FixedCpusAreKeptAndTheGpusFollowThem) {
   }
 }
 
+// --cpu-bind=mask_cpu lists with --gpu-bind=closest: Slurm gives each task every GPU whose domain
+// holds one of its CPUs; the plan follows the same rule, so its GPUs are Slurm's.
+TEST(PlannerFixed, SlurmsClosestOverFixedCpusGivesEachTaskTheGpusSlurmGives) {
+  const Topology& lumi = fixture("lumi-g");
+  PlanRequest request;
+  request.ntasks = 2;
+  request.fixed.resize(2);
+  const CpuSet l3_of_gpu3 = lumi.gpus[3].locality.cpus;
+  request.fixed[0].cpus = CpuSet::of({l3_of_gpu3.to_vector()[1]});
+  request.fixed[1].cpus = CpuSet::of({lumi.gpus[0].locality.cpus.to_vector()[1]});
+  request.slurm_gpu_rule = SlurmGpuRule::kClosest;
+  Plan plan = plan_or_fail(lumi, lumi_policy(), request);
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  for (const TaskPlan& task : plan.tasks) {
+    std::vector<int> near;  // Slurm's closest, by the GPUs' domains
+    for (const Gpu& gpu : lumi.gpus)
+      if (gpu.locality.cpus.intersects(task.cpus)) near.push_back(gpu.index);
+    std::vector<int> got;
+    for (const TaskGpu& gpu : task.gpus)
+      got.push_back(gpu.node_index);
+    EXPECT_EQ(got, near) << "rank " << task.rank;
+  }
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 3);
+  // single, one GPU near each task: that one.
+  request.slurm_gpu_rule = SlurmGpuRule::kSingle;
+  plan = plan_or_fail(lumi, lumi_policy(), request);
+  ASSERT_EQ(plan.tasks[0].gpus.size(), 1u);
+  EXPECT_EQ(plan.tasks[0].gpus[0].node_index, 3);
+  EXPECT_EQ(plan.tasks[1].gpus[0].node_index, 0);
+}
+
 TEST(PlannerFixed, ATaskBoundToSecondThreadsGetsTheGpuOfTheirCores) {
   const Topology& lumi = fixture("lumi-g");  // CPUs 64-127 are the second threads of 0-63
   PlanRequest request;

@@ -135,6 +135,9 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
   }
   r.cpus_bound_at_launch = p.cpus_bound_at_launch();
   r.gpus_named_by_slurm = p.gpus_named_by_slurm();
+  r.slurm_gpu_rule = p.slurm_gpu_rule() == v1::SLURM_GPU_RULE_CLOSEST  ? "closest"
+                     : p.slurm_gpu_rule() == v1::SLURM_GPU_RULE_SINGLE ? "single"
+                                                                       : "";
   r.hip_inherited = p.has_inherited_hip_visible_devices();
   r.inherited_hip = p.inherited_hip_visible_devices();
   return r;

@@ -38,16 +38,16 @@ TEST(SlurmGpuMap, UnderConstrainDevicesIdsCountTheJobsGpus) {
   EXPECT_FALSE(slurm_gpu_map("map_gpu:3", step, 1, {1, 2, 3})) << "no fourth GPU in the job";
   // Told from the step's list numbered from 0 while SLURM_STEP_GPUS names other GPUs.
   EXPECT_EQ(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "1,2,3"},
-                                        {"SLURM_JOB_GPUS", "1,2,3"},
-                                        {"CUDA_VISIBLE_DEVICES", "0,1,2"}})),
+                                       {"SLURM_JOB_GPUS", "1,2,3"},
+                                       {"CUDA_VISIBLE_DEVICES", "0,1,2"}})),
             (std::vector<int>{1, 2, 3}));
-  EXPECT_TRUE(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "1,2,3"},
-                                         {"CUDA_VISIBLE_DEVICES", "1,2,3"}}))
-                  .empty())
+  EXPECT_TRUE(
+      relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "1,2,3"}, {"CUDA_VISIBLE_DEVICES", "1,2,3"}}))
+          .empty())
       << "node indices: no ConstrainDevices";
-  EXPECT_TRUE(relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "0,1"},
-                                         {"CUDA_VISIBLE_DEVICES", "0,1"}}))
-                  .empty())
+  EXPECT_TRUE(
+      relative_gpu_ids(task_env({{"SLURM_STEP_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}))
+          .empty())
       << "both numberings agree";
   // The request carries the job's GPUs, not the ids.
   ExplicitBinding user;
@@ -281,6 +281,15 @@ TEST(StepFacts, SlurmsGpuBindingAndTheUsersCpuListGoInTheRequest) {
   EXPECT_FALSE(per_task.slurm_cpus);
   EXPECT_EQ(step_facts(task_env({{"SLURM_GPUS_PER_TASK", "2"}}), {}, false).gpu_binding,
             "per_task:2");
+  // closest with an explicit CPU list: the planner follows Slurm's rule over those CPUs.
+  StepRequest listed = request;
+  listed.fixed.clear();
+  StepFacts closest_listed = facts;
+  closest_listed.gpu_binding = "closest";
+  add_facts(closest_listed, listed);
+  EXPECT_EQ(listed.slurm_gpu_rule, "closest");
+  ASSERT_EQ(listed.fixed.size(), 2u);
+  EXPECT_TRUE(listed.fixed[0].gpus.empty()) << "which GPUs is the planner's to work out";
   // closest: GPU variables stay Slurm's, nothing fixed here.
   StepRequest closest = request;
   closest.fixed.clear();

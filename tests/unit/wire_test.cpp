@@ -37,6 +37,7 @@ StepRequest step_with_every_field() {
   r.inherited_hip = "1,0";
   r.cpus_bound_at_launch = true;
   r.gpus_named_by_slurm = true;
+  r.slurm_gpu_rule = "closest";
   return r;
 }
 

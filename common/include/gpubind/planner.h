@@ -33,6 +33,9 @@ struct StepGpu {
 
 enum class ZeHierarchy { kFlat, kComposite };
 
+// How Slurm chooses each task's GPUs by its CPUs (--gpu-bind=closest, single): binder.proto's.
+enum class SlurmGpuRule { kNone, kClosest, kSingle };
+
 // What Slurm, the launcher or the user fixed for one task before gpubind planned it: kept as
 // given, and everything else (NICs, the other tasks, spare cores, every variable) placed and
 // rendered around it.
@@ -92,6 +95,8 @@ struct PlanRequest {
   // Slurm names each task's GPUs in its own variables (binder.proto): the plan sets no GPU
   // visibility variable. Fixed GPUs imply it.
   bool gpus_named_by_slurm = false;
+  // With every task's CPUs fixed: the rule Slurm chooses their GPUs by, which the plan follows.
+  SlurmGpuRule slurm_gpu_rule = SlurmGpuRule::kNone;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).
@@ -143,7 +148,8 @@ struct Plan {
 // CPUs bound at launch, GPUs Slurm names): what an older daemon would drop unread.
 inline bool has_facts(const PlanRequest& request) {
   return !request.fixed.empty() || request.inherited_hip_visible_devices.has_value() ||
-         request.cpus_bound_at_launch || request.gpus_named_by_slurm;
+         request.cpus_bound_at_launch || request.gpus_named_by_slurm ||
+         request.slurm_gpu_rule != SlurmGpuRule::kNone;
 }
 
 // Fails (with a message naming the fault) on bad requests: no tasks or more than kMaxTasks

@@ -2,6 +2,8 @@
 // gpubind planned (PlanRequest::fixed). The planner keeps them as given and places the rest
 // around them, so every variable it renders names what each task really runs on.
 #include <algorithm>
+#include <numeric>
+#include <vector>
 
 #include "plan/plan_state.h"
 
@@ -65,6 +67,42 @@ void Planner::take_fixed_gpus() {
       }
     }
   }
+}
+
+// Slurm's closest or single over each task's fixed CPUs (request_.slurm_gpu_rule): the GPUs Slurm
+// gives it, by the same rule, where the rule decides them for every task: closest every step GPU
+// whose domain holds one of the task's CPUs (none: the step's first, Slurm's "first device in the
+// allocation"), single the one such GPU. False, with nothing changed, where single leaves a task
+// several or none (which Slurm picks differs between releases).
+bool Planner::take_slurm_rule_gpus() {
+  const SlurmGpuRule rule = request_.slurm_gpu_rule;
+  if (rule == SlurmGpuRule::kNone || step_gpus_.empty() || unplaced_) return false;
+  std::vector<int> by_node(step_gpus_.size());  // Slurm counts GPUs in node order
+  std::iota(by_node.begin(), by_node.end(), 0);
+  std::sort(by_node.begin(), by_node.end(),
+            [&](int a, int b) { return step_gpus_[a].node_index < step_gpus_[b].node_index; });
+  std::vector<std::vector<int>> chosen(static_cast<size_t>(ntasks_));
+  for (int task = 0; task < ntasks_; ++task) {
+    const CpuSet& cpus = *request_.fixed[task].cpus;
+    std::vector<int>& mine = chosen[static_cast<size_t>(task)];
+    for (int g : by_node)
+      if (gpu_locality(g).cpus.intersects(cpus)) mine.push_back(g);
+    if (rule == SlurmGpuRule::kClosest && mine.empty()) mine.push_back(by_node.front());
+    if (rule == SlurmGpuRule::kSingle && mine.size() != 1) return false;
+  }
+  task_gpus_.assign(ntasks_, {});
+  for (int task = 0; task < ntasks_; ++task) {
+    for (int g : chosen[static_cast<size_t>(task)]) {
+      task_gpus_[task].push_back(g);
+      if (explain_) {
+        GpuChoice choice;
+        choice.step_index = g;
+        choice.reason = GpuReason::kFixed;
+        record_gpu(task, choice);
+      }
+    }
+  }
+  return true;
 }
 
 // Each task's fixed CPUs as usable units (those on the cores of its CPUs, whichever threads it

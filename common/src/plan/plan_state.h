@@ -165,6 +165,7 @@ class Planner {
   Status check_fixed();
   void take_fixed_gpus();
   void take_fixed_cores();
+  bool take_slurm_rule_gpus();
   void keep_fixed_cpus(int task, TaskPlan& plan) const;
   void list_gpu_places();
 

@@ -43,12 +43,14 @@ struct StepRequest {
   std::string inherited_hip;
   bool cpus_bound_at_launch = false;  // each task's CPUs are bound as it starts
   bool gpus_named_by_slurm = false;   // Slurm's variables name each task's GPUs
+  std::string slurm_gpu_rule;         // "", "closest" or "single": with fixed CPUs
 };
 
 // Whether the request carries what Slurm or the user fixed, which a daemon older than them
 // would drop unread (common's has_facts over the planner's request).
 inline bool has_facts(const StepRequest& r) {
-  return !r.fixed.empty() || r.hip_inherited || r.cpus_bound_at_launch || r.gpus_named_by_slurm;
+  return !r.fixed.empty() || r.hip_inherited || r.cpus_bound_at_launch || r.gpus_named_by_slurm ||
+         !r.slurm_gpu_rule.empty();
 }
 
 struct TaskEnv {
