@@ -52,21 +52,23 @@ Status Planner::check_fixed() {
   return Ok{};
 }
 
+// Step GPU `g` to `task`, as fixed before planning (explained so).
+void Planner::give_fixed_gpu(int task, int g) {
+  task_gpus_[task].push_back(g);
+  if (!explain_) return;
+  GpuChoice choice;
+  choice.step_index = g;
+  choice.reason = GpuReason::kFixed;
+  record_gpu(task, choice);
+}
+
 // Each task's fixed GPUs, as its launcher gave them.
 void Planner::take_fixed_gpus() {
   task_gpus_.assign(ntasks_, {});
   task_tiles_.assign(ntasks_, -1);
-  for (int task = 0; task < ntasks_; ++task) {
-    for (int g : request_.fixed[task].gpus) {
-      task_gpus_[task].push_back(g);
-      if (explain_) {
-        GpuChoice choice;
-        choice.step_index = g;
-        choice.reason = GpuReason::kFixed;
-        record_gpu(task, choice);
-      }
-    }
-  }
+  for (int task = 0; task < ntasks_; ++task)
+    for (int g : request_.fixed[task].gpus)
+      give_fixed_gpu(task, g);
 }
 
 // Slurm's closest or single over each task's fixed CPUs (request_.slurm_gpu_rule): the GPUs Slurm
@@ -91,17 +93,9 @@ bool Planner::take_slurm_rule_gpus() {
     if (rule == SlurmGpuRule::kSingle && mine.size() != 1) return false;
   }
   task_gpus_.assign(ntasks_, {});
-  for (int task = 0; task < ntasks_; ++task) {
-    for (int g : chosen[static_cast<size_t>(task)]) {
-      task_gpus_[task].push_back(g);
-      if (explain_) {
-        GpuChoice choice;
-        choice.step_index = g;
-        choice.reason = GpuReason::kFixed;
-        record_gpu(task, choice);
-      }
-    }
-  }
+  for (int task = 0; task < ntasks_; ++task)
+    for (int g : chosen[static_cast<size_t>(task)])
+      give_fixed_gpu(task, g);
   return true;
 }
 

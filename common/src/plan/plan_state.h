@@ -166,6 +166,7 @@ class Planner {
   void take_fixed_gpus();
   void take_fixed_cores();
   bool take_slurm_rule_gpus();
+  void give_fixed_gpu(int task, int g);
   void keep_fixed_cpus(int task, TaskPlan& plan) const;
   void list_gpu_places();
 
