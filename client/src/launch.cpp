@@ -64,14 +64,14 @@ StepFacts step_facts(const EnvLookup& env, const ExplicitBinding& user, bool ove
   if (facts.gpu_binding == "none") facts.gpu_binding.clear();
   facts.gpu_id_base = relative_gpu_ids(env);
   facts.slurm_cpus = !user.cpu.empty() && !override_explicit;
+  facts.cpus_listed = facts.slurm_cpus && cpu_bind_lists(user.cpu, 1).has_value();
   facts.slurm_memory = !user.mem.empty() && !override_explicit;
   facts.slurm_gpu_vars = user.gpu == "none" && !override_explicit;
   return facts;
 }
 
-std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks,
-                                                  const CpuSet& step_cpus) {
-  if (tasks < 1 || step_cpus.empty()) return std::nullopt;
+std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks) {
+  if (tasks < 1) return std::nullopt;
   const size_t colon = cpu_bind.find(':');
   if (colon == std::string::npos) return std::nullopt;
   const std::string kind = cpu_bind.substr(0, colon);
@@ -118,9 +118,8 @@ std::string add_facts(const StepFacts& facts, StepRequest& request) {
     }
   }
   if (facts.slurm_cpus) {
-    const auto step_cpus = CpuSet::parse_list(request.allowed_cpus);
     const auto lists =
-        step_cpus ? cpu_bind_lists(facts.user.cpu, request.ntasks, *step_cpus) : std::nullopt;
+        facts.cpus_listed ? cpu_bind_lists(facts.user.cpu, request.ntasks) : std::nullopt;
     if (lists) {
       for (size_t task = 0; task < lists->size(); ++task)
         fixed[task].cpus = (*lists)[task].to_list();
@@ -166,14 +165,16 @@ LaunchDecision decide_launch(const StepPlan& plan, const StepFacts& facts,
     decision.slurm_chose_gpus = true;
   }
   if (facts.slurm_cpus) {
-    // Planned with the CPUs the user's list names: they must be the ones Slurm bound.
-    const bool listed = cpu_bind_lists(facts.user.cpu, 1, task.affinity).has_value();
-    const auto planned_cpus = CpuSet::parse_list(planned.cpus);
-    decision.cpus_bound_at_launch = !listed;
-    if (listed && (!planned_cpus || *planned_cpus != task.affinity)) {
-      return keep_slurms("Slurm bound it to CPUs " + task.affinity.to_list() + ", not " +
-                         planned.cpus + " as --cpu-bind=" + facts.user.cpu +
-                         " read: it keeps Slurm's binding");
+    // Planned with the CPUs the user's list names: they must be the ones Slurm bound. The one
+    // parse of the task's CPU list on the launch side (apply then binds none).
+    decision.cpus_bound_at_launch = !facts.cpus_listed;
+    if (facts.cpus_listed) {
+      const auto planned_cpus = CpuSet::parse_list(planned.cpus);
+      if (!planned_cpus || *planned_cpus != task.affinity) {
+        return keep_slurms("Slurm bound it to CPUs " + task.affinity.to_list() + ", not " +
+                           planned.cpus + " as --cpu-bind=" + facts.user.cpu +
+                           " read: it keeps Slurm's binding");
+      }
     }
   }
   decision.apply = true;

@@ -246,7 +246,7 @@ TEST(DecideLaunch, KeepsSlurmsBindingWhereTheFactsDisagreeAndSaysWhy) {
   EXPECT_NE(decision.why.find("Slurm gave it GPUs 3"), std::string::npos) << decision.why;
   // The user's CPU list, planned as CPUs 0-3, but Slurm bound CPU 5.
   facts.user.cpu = "map_cpu:5";
-  facts.slurm_cpus = true;
+  facts.slurm_cpus = facts.cpus_listed = true;
   decision =
       decide_launch(plan, facts, kFourGpus, task_env({}), TaskLaunch{0, 4, cpus("5")}, false);
   EXPECT_FALSE(decision.apply);
@@ -302,14 +302,13 @@ TEST(StepFacts, SlurmsGpuBindingAndTheUsersCpuListGoInTheRequest) {
 }
 
 TEST(CpuBindLists, ListsSayEachTasksCpusOthersDoNot) {
-  const CpuSet step = cpus("0-7");
-  auto lists = cpu_bind_lists("mask_cpu:0x3,0xc", 3, step);
+  auto lists = cpu_bind_lists("mask_cpu:0x3,0xc", 3);
   ASSERT_TRUE(lists);
   EXPECT_EQ((*lists)[2].to_list(), "0-1") << "reused in turn";
-  EXPECT_EQ((*cpu_bind_lists("map_cpu:5,4", 2, step))[1].to_list(), "4");
-  EXPECT_FALSE(cpu_bind_lists("none", 2, step)) << "every task the step's CPUs: none its own";
-  EXPECT_FALSE(cpu_bind_lists("cores", 2, step));
-  EXPECT_FALSE(cpu_bind_lists("mask_cpu:zz", 2, step));
+  EXPECT_EQ((*cpu_bind_lists("map_cpu:5,4", 2))[1].to_list(), "4");
+  EXPECT_FALSE(cpu_bind_lists("none", 2)) << "every task the step's CPUs: none its own";
+  EXPECT_FALSE(cpu_bind_lists("cores", 2));
+  EXPECT_FALSE(cpu_bind_lists("mask_cpu:zz", 2));
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct StepFacts {
   // order (slurm_gpu_choice.h's relative_gpu_ids); empty where the ids are node indices.
   std::vector<int> gpu_id_base;
   bool slurm_cpus = false;      // the user's --cpu-bind stays (the site does not override it)
+  bool cpus_listed = false;     // and lists each task's CPUs (cpu_bind_lists): they are planned
   bool slurm_memory = false;    // the user's --mem-bind stays
   bool slurm_gpu_vars = false;  // --gpu-bind=none: the GPU visibility variables stay Slurm's
 };
@@ -42,9 +43,8 @@ bool slurm_names_gpus(const StepFacts& facts);
 
 // Each task's CPUs under an explicit CPU binding whose list says them (mask_cpu, map_cpu, their
 // entries reused in turn as Slurm does); nullopt for any other (none, cores, rank...: no task's
-// own CPUs are known before it starts). `step_cpus` must not be empty.
-std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks,
-                                                  const CpuSet& step_cpus);
+// own CPUs are known before it starts).
+std::optional<std::vector<CpuSet>> cpu_bind_lists(const std::string& cpu_bind, int tasks);
 
 // Puts the facts in the request: each task's GPUs where Slurm's binding text decides them
 // (map_gpu, mask_gpu, per_task), each task's CPUs where the user's --cpu-bind lists them (else,
