@@ -9,6 +9,7 @@
 
 #include "gpubind/client/job_option.h"
 #include "plugin_state.h"
+#include "slurm_log.h"
 
 namespace gpubind::spank {
 namespace {
@@ -43,8 +44,8 @@ void job_prolog(spank_t sp, const SiteArgs& site) {
   const Status done = record ? client::write_job_record(site.job_records, *job_id, *record)
                              : client::remove_job_record(site.job_records, *job_id);
   if (!done) {
-    slurm_error("gpubind: job %lu: cannot record its --%s: %s", *job_id, kOptionName,
-                done.error().message.c_str());
+    log_error("job " + std::to_string(*job_id) + ": cannot record its --" + kOptionName + ": " +
+              done.error().message);
     // Never an earlier job's record of the same id in its place.
     if (record) (void)client::remove_job_record(site.job_records, *job_id);
   }
@@ -54,7 +55,7 @@ void job_epilog(spank_t sp, const SiteArgs& site) {
   const auto job_id = job_id_of(sp);
   if (!job_id) return;
   if (const Status removed = client::remove_job_record(site.job_records, *job_id); !removed)
-    slurm_error("gpubind: job %lu: %s", *job_id, removed.error().message.c_str());
+    log_error("job " + std::to_string(*job_id) + ": " + removed.error().message);
 }
 
 }  // namespace gpubind::spank

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plugin_state.h"
+#include "slurm_log.h"
 
 extern "C" {
 #include <slurm/slurm_errno.h>
@@ -44,7 +45,7 @@ int guarded(const char* where, int failure, Fn fn) {
   try {
     return fn();
   } catch (const std::exception& e) {
-    slurm_error("gpubind: %s: internal error: %s", where, e.what());
+    log_error(std::string(where) + ": internal error: " + e.what());
   } catch (...) {
     slurm_error("gpubind: %s: internal error", where);
   }
@@ -62,7 +63,7 @@ int on_option_unguarded(const char* optarg, int remote) {
     s.option_on_component = true;
   auto flags = client::parse_user_flags(s.option_value);
   if (!flags) {
-    if (!remote) slurm_error("gpubind: --%s: %s", kOptionName, flags.error().message.c_str());
+    if (!remote) log_error(std::string("--") + kOptionName + ": " + flags.error().message);
     return -1;
   }
   if (flags->help && !remote) {
@@ -86,9 +87,9 @@ int check_flags_from_env() {
   if (!flags) {
     // The value is quoted only where it is short enough to read.
     if (std::strlen(from_env) <= client::kMaxFlagsBytes)
-      slurm_error("gpubind: %s=%s: %s", kUserEnv, from_env, flags.error().message.c_str());
+      log_error(std::string(kUserEnv) + "=" + from_env + ": " + flags.error().message);
     else
-      slurm_error("gpubind: %s: %s", kUserEnv, flags.error().message.c_str());
+      log_error(std::string(kUserEnv) + ": " + flags.error().message);
     return -1;
   }
   if (flags->help) {
@@ -137,7 +138,7 @@ GPUBIND_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     state().user_env_option = std::getenv(kOptionEnv) != nullptr;
     auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
-      slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
+      log_error("plugstack.conf: " + site.error().message);
       if (!in_step) return -1;
       state().site_error = "plugstack.conf on this node: " + site.error().message;
     } else {
@@ -179,6 +180,13 @@ GPUBIND_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {
   return guarded("user_init", 0, [&] { return slurmstepd_user_init(sp); });
 }
 
+// Privileged again in slurmstepd, each task forked but none started: what user_init could not
+// write as the job's user (the fallback report) is written here.
+GPUBIND_EXPORT int slurm_spank_task_post_fork(spank_t, int, char**) {
+  return guarded("task_post_fork", 0,
+                 [&] { return spank_context() == S_CTX_REMOTE ? slurmstepd_task_post_fork() : 0; });
+}
+
 GPUBIND_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   return guarded("task_init", 0, [&] { return slurmstepd_task_init(sp); });
 }
@@ -189,7 +197,7 @@ GPUBIND_EXPORT int slurm_spank_job_prolog(spank_t sp, int ac, char** av) {
   return guarded("job_prolog", 0, [&] {
     auto site = gpubind::client::parse_site_args(std::vector<std::string>(av, av + ac));
     if (!site) {
-      slurm_error("gpubind: plugstack.conf: %s", site.error().message.c_str());
+      log_error("plugstack.conf: " + site.error().message);
       return 0;
     }
     job_prolog(sp, *site);

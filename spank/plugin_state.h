@@ -2,10 +2,12 @@
 // inherit it when slurmstepd forks them after user_init.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpubind/client/fallback_report.h"
 #include "gpubind/client/launch.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/srun_options.h"
@@ -54,7 +56,9 @@ struct PluginState {
   std::vector<std::pair<int, std::string>> step_gpus;
   int local_tasks = 0;
   client::StepFacts facts;  // what Slurm and the user fixed, as the request carried it
-  std::string failure;      // why there is no plan
+  // The plan was made in-process: the report user_init decided on, left by task_post_fork.
+  std::optional<client::FallbackReport> fallback_report;
+  std::string failure;  // why there is no plan
   std::string host;
 };
 
@@ -80,6 +84,7 @@ int srun_user_init(spank_t sp);
 int allocator_post_opt(spank_t sp);
 int slurmstepd_user_init(spank_t sp);
 int slurmstepd_task_init(spank_t sp);
+int slurmstepd_task_post_fork();
 void job_prolog(spank_t sp, const SiteArgs& site);
 void job_epilog(spank_t sp, const SiteArgs& site);
 

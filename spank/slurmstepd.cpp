@@ -19,6 +19,7 @@
 #include "gpubind/parse.h"
 #include "gpubind/slurm_words.h"
 #include "plugin_state.h"
+#include "slurm_log.h"
 
 extern "C" {
 #include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
@@ -105,7 +106,7 @@ std::optional<client::JobOption> recorded_job_option(spank_t sp) {
   // The record's writer: slurmd's user, the real user of this slurmstepd.
   auto record = client::read_job_record(state().site.job_records, job_id, getuid());
   if (!record) {
-    slurm_error("gpubind: job %u: %s", job_id, record.error().message.c_str());
+    log_error("job " + std::to_string(job_id) + ": " + record.error().message);
     return std::nullopt;
   }
   return *record;
@@ -184,16 +185,19 @@ Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
     shape.allowed_cores = cores;
   client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
   const std::string not_carried = client::add_facts(facts, built.request);
-  if (!not_carried.empty()) slurm_verbose("gpubind: %s", not_carried.c_str());
+  if (!not_carried.empty()) log_verbose(not_carried);
   return built;
 }
 
 // The daemon's plan, else the in-process fallback (plan_source.h); what an administrator must
-// see goes to slurmd's log.
+// see goes to slurmd's log. A fallback's report waits for task_post_fork, where slurmstepd is
+// root again and may write to the daemon's spool.
 Result<StepPlan> plan_step_here(const StepRequest& request) {
-  return client::plan_step(
-      request, state().site, {stepd_lib_path(), ""},
-      [](const std::string& message) { slurm_error("gpubind: %s", message.c_str()); });
+  auto planned = client::plan_step(request, state().site, {stepd_lib_path(), ""},
+                                   [](const std::string& message) { log_error(message); });
+  if (!planned) return planned.error();
+  state().fallback_report = std::move(planned->fallback);
+  return std::move(planned->plan);
 }
 
 bool is_special_step(uint32_t step_id) {
@@ -239,7 +243,7 @@ int slurmstepd_user_init(spank_t sp) {
   const Result<client::BuiltRequest> built = build_request(sp, s.flags, s.facts);
   if (!built) {
     s.failure = built.error().message;
-    slurm_info("gpubind: step %u: no plan: %s", step_id, s.failure.c_str());
+    log_info("step " + std::to_string(step_id) + ": no plan: " + s.failure);
     return 0;
   }
   s.gpu_note = built->gpu_source;
@@ -249,8 +253,8 @@ int slurmstepd_user_init(spank_t sp) {
   auto plan = plan_step_here(*request);
   if (!plan) {
     s.failure = plan.error().message;
-    slurm_info("gpubind: job %lu step %u: no plan: %s", request->job_id, step_id,
-               s.failure.c_str());
+    log_info("job " + std::to_string(request->job_id) + " step " + std::to_string(step_id) +
+             ": no plan: " + s.failure);
     return 0;
   }
   s.plan = std::move(*plan);
@@ -321,6 +325,17 @@ void say_what_stays(const PluginState& s, int local_id, const LaunchDecision& de
 
 }  // namespace
 
+int slurmstepd_task_post_fork() {
+  PluginState& s = state();
+  if (!s.fallback_report) return 0;
+  // Once per step on this node, whichever task comes first; as root, into root's spool.
+  if (!client::leave_fallback_report(*s.fallback_report))
+    log_verbose("the fallback report for the daemon's metrics could not be left in " +
+                s.fallback_report->spool);
+  s.fallback_report.reset();
+  return 0;
+}
+
 int slurmstepd_task_init(spank_t sp) {
   const PluginState& s = state();
   clear_passed_vars(sp);
@@ -344,7 +359,7 @@ int slurmstepd_task_init(spank_t sp) {
   const bool fail_task = s.site.on_error == OnError::kFail && s.asked;
   auto keep_slurms = [&](const std::string& why) {
     if (fail_task) {
-      slurm_error("gpubind: cannot bind task %u: %s", global_id, why.c_str());
+      log_error("cannot bind task " + std::to_string(global_id) + ": " + why);
       return -1;
     }
     std::fprintf(stderr, "gpubind: task %u: %s; Slurm's binding is kept\n", global_id, why.c_str());
@@ -368,7 +383,8 @@ int slurmstepd_task_init(spank_t sp) {
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);
-  slurm_debug("%s", client::describe_binding(s.host, global_id, task, s.plan.source).c_str());
+  slurm_debug("%s",
+              printable(client::describe_binding(s.host, global_id, task, s.plan.source)).c_str());
   // Slurm's --cpu-bind=verbose printed the mask it set: the task is told what replaced it.
   const bool slurm_said_mask =
       job_env(sp, slurm::kCpuBindVerbose) == "verbose" && !s.facts.slurm_cpus;

@@ -1,9 +1,37 @@
 #include "gpubind/api/convert.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "gpubind/gpu_tokens.h"
 #include "gpubind/gpu_vendors.h"
+#include "gpubind/printable.h"
 
 namespace gpubind::api {
 namespace {
+
+// A request's text as its refusal quotes it: cut, control bytes escaped.
+std::string quoted(std::string_view text) {
+  return "'" + excerpt(text) + "'";
+}
+
+bool is_word(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '_' || c == '-' || c == '.';
+  });
+}
+
+// A GPU token is checked where a request is read: its size and what it is made of
+// (gpu_tokens.h), so no later message or log line quotes anything else.
+Status check_token(const std::string& token, const char* what) {
+  if (token.size() > kMaxTokenBytes)
+    return make_error(std::string(what) + " longer than " + std::to_string(kMaxTokenBytes) +
+                      " bytes");
+  if (!gpu_tokens::is_token_text(token))
+    return make_error(std::string(what) + " " + quoted(token) +
+                      " names no GPU (letters, digits and '.:/,-' only)");
+  return Ok{};
+}
 
 Vendor vendor_from(const std::string& name) {
   const GpuVendorRow* row = gpu_vendor(name);
@@ -54,6 +82,9 @@ Result<PlanRequest::Ccl> ccl_from_proto(const v1::PlanRequest& proto) {
   if (proto.ccl_process_launcher().size() > kMaxTokenBytes)
     return make_error("ccl_process_launcher longer than " + std::to_string(kMaxTokenBytes) +
                       " bytes");
+  if (!proto.ccl_process_launcher().empty() && !is_word(proto.ccl_process_launcher()))
+    return make_error("ccl_process_launcher " + quoted(proto.ccl_process_launcher()) +
+                      " is not a launcher's name (letters, digits, '_', '-', '.')");
   PlanRequest::Ccl ccl;
   if (proto.ccl_worker_count() > 0)
     ccl.worker_count = static_cast<int>(std::min(proto.ccl_worker_count(), kMaxCount));
@@ -129,11 +160,10 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
     std::vector<StepGpu> gpus;
     gpus.reserve(proto.gpus_size());
     for (const v1::StepGpu& gpu : proto.gpus()) {
-      if (gpu.token().size() > kMaxTokenBytes) {
-        return make_error("GPU token longer than " + std::to_string(kMaxTokenBytes) + " bytes");
-      }
-      if (gpu.pci().size() > kMaxTokenBytes) {
-        return make_error("GPU bus id longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+      if (auto bad = check_token(gpu.token(), "GPU token"); !bad) return bad.error();
+      if (!gpu.pci().empty() && !gpu_tokens::is_pci_bus_id(gpu.pci())) {
+        return make_error("GPU bus id " + quoted(gpu.pci()) +
+                          " is not a PCI bus id (DDDD:BB:DD.F, e.g. 0000:c1:00.0)");
       }
       if (gpu.node_index() > static_cast<uint32_t>(kMaxGpus)) {
         return make_error("GPU " + std::to_string(gpu.node_index()) + " does not exist");
@@ -176,7 +206,13 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
   request.gpu_env = !proto.no_gpu_env();
   request.nic_env = !proto.no_nic_env();
   if (proto.has_omp_places()) request.omp_places = proto.omp_places();
-  request.unplaced_gpus.assign(proto.unplaced_gpus().begin(), proto.unplaced_gpus().end());
+  if (proto.unplaced_gpus_size() > kMaxGpus)
+    return make_error(std::to_string(proto.unplaced_gpus_size()) +
+                      " unplaced GPUs exceed the limit of " + std::to_string(kMaxGpus));
+  for (const std::string& token : proto.unplaced_gpus()) {
+    if (auto bad = check_token(token, "unplaced GPU token"); !bad) return bad.error();
+    request.unplaced_gpus.push_back(token);
+  }
   if (proto.unplaced_slurm_indices_size() > 0 &&
       proto.unplaced_slurm_indices_size() != proto.unplaced_gpus_size())
     return make_error("unplaced_slurm_indices has " +
@@ -209,7 +245,11 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
     if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
       return make_error("inherited_hip_visible_devices exceeds " +
                         std::to_string(kMaxCpuListBytes) + " bytes");
-    request.inherited_hip_visible_devices = proto.inherited_hip_visible_devices();
+    const std::string& hip = proto.inherited_hip_visible_devices();
+    if (!hip.empty() && !gpu_tokens::is_token_text(hip))
+      return make_error("inherited_hip_visible_devices " + quoted(hip) +
+                        " is not a list of GPU tokens");
+    request.inherited_hip_visible_devices = hip;
   }
   return request;
 }

@@ -30,6 +30,8 @@ api::DaemonStatus status_from_proto(const v1::GetStatusResponse& proto) {
   status.latency_sum_s = proto.latency_sum_s();
   status.reloads = proto.reloads();
   status.reloads_refused = proto.reloads_refused();
+  for (const v1::RefusalCount& refusal : proto.refusals())
+    status.refusals.emplace_back(refusal.cause(), refusal.count());
   for (const v1::FallbackCount& fallback : proto.fallbacks())
     status.fallbacks.emplace_back(fallback.reason(), fallback.count());
   status.start_time_s = proto.start_time_s();

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "gpubind/printable.h"
 #include "gpubind/protocol/fallback_reports.h"
 
 namespace gpubind::client {
@@ -48,9 +49,7 @@ bool leave_fallback_report(const std::string& spool, std::optional<uid_t> daemon
                          (st.st_uid == 0 || (daemon_uid && st.st_uid == *daemon_uid));
     bool left = false;
     if (trusted) {
-      std::string line = std::string(reason) + ": " + std::string(message);
-      for (char& c : line)
-        if (c == '\n' || c == '\r') c = ' ';
+      std::string line = std::string(reason) + ": " + printable(message);
       if (line.size() >= protocol::kMaxFallbackReportBytes)
         line.resize(protocol::kMaxFallbackReportBytes - 1);
       line += '\n';

@@ -49,9 +49,9 @@ Result<StepPlan> plan_in_process(const StepRequest& request, const std::string& 
   return plan;
 }
 
-Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
-                           const InProcess& fallback,
-                           const std::function<void(const std::string&)>& report) {
+Result<Planned> plan_step(const StepRequest& request, const SiteArgs& site,
+                          const InProcess& fallback,
+                          const std::function<void(const std::string&)>& report) {
   auto encoded = protocol::encode_request(request);
   if (!encoded) {
     Error error = encoded.error();
@@ -59,7 +59,7 @@ Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
     return error;
   }
   auto answer = ask_daemon(request, *encoded, site);
-  if (answer) return answer;
+  if (answer) return Planned{std::move(*answer), std::nullopt};
   const Error& failed = answer.error();
   if (failed.untrusted) report(failed.message);
   if (site.on_error != OnError::kFallback || failed.invalid_input) {
@@ -77,10 +77,13 @@ Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
   }
   local->warnings.insert(local->warnings.begin(), failed.message + "; planned in-process instead");
   // Counted by the daemon's monitoring once it is back (gpubind_fallbacks_total).
-  leave_fallback_report(protocol::fallback_spool_of(site.socket),
-                        trusted_server_of(site).daemon_uid, request.job_id, request.step_id,
-                        fallback_reason(failed), failed.message);
-  return local;
+  FallbackReport said{protocol::fallback_spool_of(site.socket),
+                      trusted_server_of(site).daemon_uid,
+                      request.job_id,
+                      request.step_id,
+                      std::string(fallback_reason(failed)),
+                      failed.message};
+  return Planned{std::move(*local), std::move(said)};
 }
 
 }  // namespace gpubind::client

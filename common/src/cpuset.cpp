@@ -1,5 +1,6 @@
 #include "gpubind/cpuset.h"
 #include "gpubind/parse.h"
+#include "gpubind/printable.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,14 +8,6 @@
 
 namespace gpubind {
 namespace {
-
-// What an error quotes of its input: enough to find it, never a hostile 64 KiB back to a client.
-std::string excerpt(std::string_view text) {
-  constexpr size_t kMaxQuoted = 64;
-  if (text.size() <= kMaxQuoted) return std::string(text);
-  return std::string(text.substr(0, kMaxQuoted)) + "... (" + std::to_string(text.size()) +
-         " bytes)";
-}
 
 Result<int> parse_cpu_number(std::string_view token, std::string_view whole) {
   const auto number = parse_whole_number(token, 0, LLONG_MAX);

@@ -17,6 +17,23 @@ bool is_number(std::string_view token) {
                                        [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
+bool is_token_text(std::string_view token) {
+  return !token.empty() && std::all_of(token.begin(), token.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '.' || c == ':' || c == '/' || c == ',' || c == '-';
+  });
+}
+
+bool is_pci_bus_id(std::string_view text) {
+  const size_t domain = text.find(':');
+  if (domain == std::string_view::npos || domain < 4 || domain > 8) return false;
+  // After the domain: "bb:dd.f", exactly.
+  const std::string_view rest = text.substr(domain);
+  if (rest.size() != 8 || rest[0] != ':' || rest[3] != ':' || rest[6] != '.') return false;
+  const auto hex = [](unsigned char c) { return std::isxdigit(c) != 0; };
+  return std::all_of(text.begin(), text.begin() + static_cast<long>(domain), hex) && hex(rest[1]) &&
+         hex(rest[2]) && hex(rest[4]) && hex(rest[5]) && rest[7] >= '0' && rest[7] <= '7';
+}
+
 bool is_gpu_uuid(std::string_view token) {
   return starts_with(token, "GPU-");
 }

@@ -86,9 +86,10 @@ std::string_view BinderService::Answer::suffix() const {
   return cached ? std::string_view(cached_flag()) : std::string_view();
 }
 
-Error BinderService::refuse(const Error& why, const v1::PlanRequest& request) {
+Error BinderService::refuse(const Error& why, Metrics::Refusal cause,
+                            const v1::PlanRequest& request) {
   ++errors_;
-  metrics_.count(why.node_mismatch ? Metrics::Source::kNodeMismatch : Metrics::Source::kRefused);
+  metrics_.count(why.node_mismatch ? Metrics::Refusal::kNodeMismatch : cause);
   // Whatever a message quotes of the request, a client gets it back in bounds (a gRPC status
   // past its metadata limit would arrive as RESOURCE_EXHAUSTED instead of the reason).
   constexpr size_t kMaxReason = 1024;
@@ -115,7 +116,7 @@ Result<KeyedRequest> BinderService::receive(std::string_view bytes) {
   ++parsed_;
   v1::PlanRequest request;
   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    count_refused();
+    count_refused(Metrics::Refusal::kMalformed);
     return make_error(kNotARequest);
   }
   return key(std::move(request));
@@ -126,7 +127,7 @@ Result<KeyedRequest> BinderService::receive(const grpc::ByteBuffer& bytes) {
   grpc::ByteBuffer consumed(bytes);  // Deserialize empties its buffer; this copy shares the slices
   v1::PlanRequest request;
   if (!grpc::SerializationTraits<v1::PlanRequest>::Deserialize(&consumed, &request).ok()) {
-    count_refused();
+    count_refused(Metrics::Refusal::kMalformed);
     return make_error(kNotARequest);
   }
   return key(std::move(request));
@@ -144,12 +145,12 @@ KeyedRequest BinderService::key(v1::PlanRequest request) {
 
 // The plan for `request` as serialized gpubind.v1.PlanResponse bytes; the plan itself, as large as
 // its answer, is freed on return.
-Result<std::string> BinderService::plan_bytes(const DaemonState& state,
-                                              const v1::PlanRequest& request) {
+std::variant<std::string, BinderService::Refused> BinderService::plan_bytes(
+    const DaemonState& state, const v1::PlanRequest& request) {
   auto planner_request = api::request_from_proto(request);
-  if (!planner_request) return planner_request.error();
+  if (!planner_request) return Refused{planner_request.error(), Metrics::Refusal::kMalformed};
   auto plan = make_plan(state.node.topology, state.node.policy, *planner_request);
-  if (!plan) return plan.error();
+  if (!plan) return Refused{plan.error(), Metrics::Refusal::kUnplannable};
   return api::serialize_plan(
       *plan, &state.node.topology,
       {state.policy_generation, state.topology_generation, state.node.topology.hostname});
@@ -175,19 +176,21 @@ Result<BinderService::Answer> BinderService::answer(const KeyedRequest& keyed) {
       return answer;
     }
   }
-  auto serialized = plan_bytes(*keyed.state_, request);
-  if (!serialized) return refuse(serialized.error(), request);
+  auto planned = plan_bytes(*keyed.state_, request);
+  if (auto* refused = std::get_if<Refused>(&planned))
+    return refuse(refused->why, refused->cause, request);
+  std::string& serialized = std::get<std::string>(planned);
   // An answer no client could take is refused before it is cached or queued: the plugin refuses
   // frames past compact::kMaxAnswerBytes, and the router's per-user queue holds no more.
-  if (const size_t size = serialized->size() + cached_flag().size();
+  if (const size_t size = serialized.size() + cached_flag().size();
       size > compact::kMaxAnswerBytes) {
     return refuse(make_error("the plan's answer would be " + std::to_string(size) +
                              " bytes, more than the " + std::to_string(compact::kMaxAnswerBytes) +
                              " a client may receive: ask for fewer tasks, fewer GPUs per task "
                              "or shorter GPU tokens"),
-                  request);
+                  Metrics::Refusal::kTooLarge, request);
   }
-  auto bytes = std::make_shared<const std::string>(std::move(*serialized));
+  auto bytes = std::make_shared<const std::string>(std::move(serialized));
   if (!keyed.key_.empty()) cache_.insert(keyed.key_, bytes);
   log::debug("planned job " + std::to_string(request.job_id()) + " step " +
              std::to_string(request.step_id()) + ": " + std::to_string(request.ntasks()) +
@@ -296,7 +299,7 @@ grpc::ServerUnaryReactor* BinderService::Plan(grpc::CallbackServerContext* conte
   if (!workers_) {
     plan();
   } else if (!workers_->submit(kGrpcTurn, plan, call->request.large())) {
-    count_refused();
+    count_refused(Metrics::Refusal::kBusy);
     call->finish(
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                      "no planner free: too many gRPC plans waiting, or gpubindd is stopping"));

@@ -48,14 +48,16 @@ HeaderVerdict check_header(const char* header) {
                                          std::to_string(compact::kVersion));
     return {HeaderVerdict::kAnswerNow, 0,
             frame(compact::kStatusUnsupportedVersion,
-                  "this daemon speaks version " + std::to_string(compact::kVersion))};
+                  "this daemon speaks version " + std::to_string(compact::kVersion)),
+            Metrics::Refusal::kVersion};
   }
   const uint32_t size = compact::get_length(header + sizeof compact::kMagic + 1);
   if (size > compact::kMaxRequestBytes) {
     return {HeaderVerdict::kAnswerNow, 0,
             frame(compact::kStatusRefused, "request of " + std::to_string(size) +
                                                " bytes exceeds the limit of " +
-                                               std::to_string(compact::kMaxRequestBytes))};
+                                               std::to_string(compact::kMaxRequestBytes)),
+            Metrics::Refusal::kTooLarge};
   }
   return {HeaderVerdict::kReadBody, size, {}};
 }

@@ -35,6 +35,7 @@ struct HeaderVerdict {
   } kind = kReadBody;
   uint32_t body_bytes = 0;
   AnswerFrame answer;
+  Metrics::Refusal cause = Metrics::Refusal::kMalformed;  // with kAnswerNow
 };
 
 HeaderVerdict check_header(const char* header);

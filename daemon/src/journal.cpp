@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gpubind/printable.h"
+
 namespace gpubind::daemon {
 
 std::string journal_fields(const std::vector<std::pair<std::string_view, std::string>>& fields) {
@@ -93,9 +95,9 @@ void Journal::plan(const PlanRecord& r) const {
   if (fd_ < 0) return;
   const std::string job = std::to_string(r.job_id), step = std::to_string(r.step_id);
   const std::string datagram = journal_fields({
-      {"MESSAGE", "plan for job " + job + " step " + step + ": " + std::to_string(r.tasks) +
-                      " tasks (" + std::string(r.source) + ", " + std::to_string(r.warnings) +
-                      " warnings)"},
+      {"MESSAGE", printable("plan for job " + job + " step " + step + ": " +
+                            std::to_string(r.tasks) + " tasks (" + std::string(r.source) + ", " +
+                            std::to_string(r.warnings) + " warnings)")},
       {"PRIORITY", "6"},
       {"SYSLOG_IDENTIFIER", "gpubindd"},
       {"GPUBIND_JOB", job},

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "gpubind/printable.h"
+
 namespace gpubind::log {
 namespace {
 
@@ -34,20 +36,27 @@ const char* name_of(Level level) {
   return "info";
 }
 
+// One line whatever `message` holds: what a client sent and a message quotes can neither end the
+// line nor start a journal record of its own ("\n<0>...").
 std::string format(Level level, const std::string& message) {
   static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
   std::string line;
   if (journal) {
-    line = "<" + std::to_string(static_cast<int>(level)) + ">" + message;
+    line = "<" + std::to_string(static_cast<int>(level)) + ">" + printable(message);
   } else {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    line = std::string(stamp) + " gpubindd " + name_of(level) + ": " + message;
+    line = std::string(stamp) + " gpubindd " + name_of(level) + ": " + printable(message);
   }
-  if (line.size() > kMaxLine) line.resize(kMaxLine);
+  if (line.size() > kMaxLine) {
+    size_t end = kMaxLine;  // on a character boundary
+    while (end > 0 && (static_cast<unsigned char>(line[end]) & 0xc0) == 0x80)
+      --end;
+    line.resize(end);
+  }
   line += '\n';
   return line;
 }

@@ -23,6 +23,11 @@ void Metrics::to_proto(v1::GetStatusResponse& response) const {
   plans.set_worker(load(plans_[static_cast<size_t>(Source::kWorker)]));
   plans.set_refused(load(plans_[static_cast<size_t>(Source::kRefused)]));
   plans.set_node_mismatch(load(plans_[static_cast<size_t>(Source::kNodeMismatch)]));
+  for (size_t i = 0; i < kRefusalNames.size(); ++i) {
+    v1::RefusalCount& refusal = *response.add_refusals();
+    refusal.set_cause(std::string(kRefusalNames[i]));
+    refusal.set_count(load(refusals_[i]));
+  }
   // Each bucket read once, so the cumulative counts never decrease and the count matches them.
   uint64_t cumulative = 0;
   for (size_t i = 0; i < kBucketBounds.size(); ++i) {

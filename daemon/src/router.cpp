@@ -332,7 +332,7 @@ void Router::read_request(Connection& c) {
         return;
       }
       if (verdict.kind == HeaderVerdict::kAnswerNow) {
-        service_.count_refused();  // another protocol version, or too large
+        service_.count_refused(verdict.cause);
         start_writing(c, std::move(verdict.answer));
         return;
       }
@@ -373,7 +373,7 @@ void Router::start_planning(Connection& c) {
     }
   };
   if (!workers_.submit(c.uid, std::move(job), large)) {
-    service_.count_refused();
+    service_.count_refused(Metrics::Refusal::kBusy);
     static log::RateLimited said;
     said.write(log::Level::kWarning,
                "user " + std::to_string(c.uid) + " has too many plans waiting; closing one");
@@ -400,7 +400,7 @@ void Router::start_writing(Connection& c, AnswerFrame frame) {
   c.sent = 0;
   if (c.out.body) {
     if (auto refused = hold_answer(c)) {
-      service_.count_refused();
+      service_.count_refused(Metrics::Refusal::kBusy);
       c.out = refusal_frame(*refused);
     }
   }

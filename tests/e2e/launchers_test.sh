@@ -33,6 +33,10 @@ hydra_cmd=(mpiexec.hydra -n "$workers")
 # step, which waits for the resources the task holds): they are told to start ranks themselves.
 openmpi_in_task=("${openmpi_cmd[@]}" --mca ras ^slurm --mca plm isolated)
 hydra_in_task=(mpiexec.hydra -launcher fork -rmk user -n "$workers")
+# srun gives every task its stdin, and Hydra forwards it to rank 0: a rank that exits before
+# reading it can end mpiexec with SIGPIPE before the other rank's output is out. The launchers'
+# tasks read nothing, so their stdin is /dev/null.
+srun_quiet_stdin=(srun --input=none)
 torchrun_in_task=("${torchrun_cmd[@]}")
 
 json_lines() { sed -E 's/^\[[a-z]+[0-9]+\]://' <<<"$out" | grep '^{'; }
@@ -96,7 +100,7 @@ node_gpus=4  # slurm-cluster's node
 for launcher in torchrun openmpi hydra; do
   declare -n cmd=${launcher}_cmd in_task=${launcher}_in_task
   # Inside a bound Slurm task: one task with the GPUs of all workers.
-  run srun -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto \
+  run "${srun_quiet_stdin[@]}" -N1 -n1 -c"$workers" --gpus="$workers" --gpu-bind-auto \
     "${in_task[@]}" "$runner" --verbose "$check" --json
   check_workers "$launcher in a bound srun task: one GPU and disjoint CPUs per worker" "$step_cpus" 1
   [[ "$out" == *"[daemon]"* && "$out" == *"by the bus ids gpubind recorded"* ]] &&
@@ -185,7 +189,7 @@ fi
 
 # Two bound tasks of two GPUs each, two workers in each: the second task's GPUs are not the first
 # of the step (SLURM_STEP_GPUS lists all four), so only the bus ids gpubind recorded name them.
-run srun -N1 -n2 --gpus=4 --gpu-bind-auto "${hydra_in_task[@]}" "$runner" --verbose "$check" --json
+run "${srun_quiet_stdin[@]}" -N1 -n2 --gpus=4 --gpu-bind-auto "${hydra_in_task[@]}" "$runner" --verbose "$check" --json
 gpus_seen=$(json_lines | sed -nE 's/.*"GPUBIND_GPU_PCI":"([^"]*)".*/\1/p' | sort)
 [[ $(grep -c . <<<"$gpus_seen") -eq 4 && $(sort -u <<<"$gpus_seen" | grep -c .) -eq 4 &&
   $(grep -c , <<<"$gpus_seen") -eq 0 && $(lines_with "by the bus ids gpubind recorded") -eq 4 &&

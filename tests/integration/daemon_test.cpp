@@ -597,7 +597,8 @@ TEST_F(DaemonTest, StepPlansFallBackOnlyWhenTheDaemonCannotPlan) {
 
   auto daemon = client::plan_step(eight_task_step(), site, fallback, report);
   ASSERT_TRUE(daemon) << daemon.error().message;
-  EXPECT_EQ(daemon->source, "daemon");
+  EXPECT_EQ(daemon->plan.source, "daemon");
+  EXPECT_FALSE(daemon->fallback) << "no fallback, no report";
 
   protocol::StepRequest gpu_nine;
   gpu_nine.ntasks = 1;

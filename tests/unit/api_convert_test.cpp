@@ -170,6 +170,57 @@ TEST(ApiConvert, LimitsAreEnforced) {
   EXPECT_FALSE(api::request_from_proto(proto));
 }
 
+// Names of hardware are checked against their syntax where a request is read, and refused with
+// the value quoted printable and cut: nothing later (a log line, a journal record, a message)
+// quotes anything else.
+TEST(ApiConvert, HardwareNamesAreCheckedAgainstTheirSyntax) {
+  auto refused = [](const v1::PlanRequest& proto) {
+    auto request = api::request_from_proto(proto);
+    return request ? std::string() : request.error().message;
+  };
+  v1::PlanRequest proto;
+  proto.set_ntasks(1);
+  proto.set_gpus_given(true);
+  v1::StepGpu& gpu = *proto.add_gpus();
+  gpu.set_token("0");
+  for (const char* good : {"0000:c1:00.0", "0000:C1:1f.7", "10000:e1:00.0", ""}) {
+    gpu.set_pci(good);
+    EXPECT_EQ(refused(proto), "") << good;
+  }
+  for (const char* bad : {"0000:c1:00.8", "000:c1:00.0", "0000:c1:00", "0000:c1:00.0 ",
+                          "0000:g1:00.0", "x\n<0>gpubindd: FORGED", "000000000:c1:00.0"}) {
+    gpu.set_pci(bad);
+    const std::string why = refused(proto);
+    EXPECT_NE(why.find("is not a PCI bus id"), std::string::npos) << bad << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  gpu.set_pci("");
+  for (const char* good :
+       {"0", "GPU-8f0ce0a1-47a4-d2b4-0c5d-1a2b3c4d5e6f", "MIG-GPU-abc/1/0", "3.1", "6,7"}) {
+    gpu.set_token(good);
+    EXPECT_EQ(refused(proto), "") << good;
+  }
+  for (const char* bad : {"0 ", "", "a\nb", "'0'", "0;rm"}) {
+    gpu.set_token(bad);
+    EXPECT_NE(refused(proto).find("names no GPU"), std::string::npos) << bad;
+  }
+  gpu.set_token(std::string(200, 'x') + "\n");
+  EXPECT_NE(refused(proto).find("longer than 128 bytes"), std::string::npos);
+  gpu.set_token("0");
+  proto.add_unplaced_gpus("MIG-\x1b[2J");
+  EXPECT_NE(refused(proto).find("'MIG-\\x1b[2J' names no GPU"), std::string::npos)
+      << refused(proto);
+  proto.clear_unplaced_gpus();
+  proto.set_ccl_process_launcher("hydra\n<0>x");
+  EXPECT_NE(refused(proto).find("'hydra\\n<0>x' is not a launcher's name"), std::string::npos)
+      << refused(proto);
+  proto.set_ccl_process_launcher("hydra");
+  proto.set_inherited_hip_visible_devices("0,\n1");
+  EXPECT_NE(refused(proto).find("is not a list of GPU tokens"), std::string::npos);
+  proto.set_inherited_hip_visible_devices("");  // hides every GPU: HIP's own meaning
+  EXPECT_EQ(refused(proto), "");
+}
+
 TEST(PlanCache, KeysIgnoreJobIdsButNotTheShapeOrGeneration) {
   v1::PlanRequest a;
   a.set_ntasks(8);

@@ -115,7 +115,7 @@ TEST_F(FallbackReportTest, OneLineOfBoundedLength) {
   std::ifstream in(entry.path());
   std::string line, rest;
   std::getline(in, line);
-  EXPECT_EQ(line.rfind("timeout: first second xxx", 0), 0u);
+  EXPECT_EQ(line.rfind("timeout: first\\nsecond\\nxxx", 0), 0u) << line;
   EXPECT_FALSE(std::getline(in, rest));
 }
 

@@ -88,13 +88,31 @@ TEST(DaemonMetrics, PlansAreCountedBySource) {
   mismatch.mutable_gpus(0)->set_token("99");
   EXPECT_FALSE(ask(service, mismatch));
   EXPECT_FALSE(service.receive(std::string("\xff\xff\xff", 3)).ok());  // not a request: refused
-  service.count_refused();                                             // the router's overload
+  service.count_refused(Metrics::Refusal::kBusy);                      // the router's overload
+  v1::PlanRequest reserved_only = request_of(1);
+  reserved_only.set_allowed_cpus("0");  // lumi-g reserves the first core of every CCD
+  EXPECT_FALSE(ask(service, reserved_only));
+  v1::PlanRequest forged = request_of(1);
+  forged.set_gpus_given(true);
+  forged.add_gpus()->set_pci("0000:c1:00.0\n<0>gpubindd: forged");
+  forged.mutable_gpus(0)->set_token("0");
+  EXPECT_FALSE(ask(service, forged));
 
   const v1::GetStatusResponse status = status_of(service);
   EXPECT_EQ(status.plans().worker(), 1u);
   EXPECT_EQ(status.plans().cache(), 2u);
-  EXPECT_EQ(status.plans().refused(), 3u);
+  EXPECT_EQ(status.plans().refused(), 5u);
   EXPECT_EQ(status.plans().node_mismatch(), 1u);
+  // By cause, every cause listed: a refusal any user can cause is never a node fault.
+  std::map<std::string, uint64_t> causes;
+  for (const auto& r : status.refusals())
+    causes[r.cause()] = r.count();
+  EXPECT_EQ(causes, (std::map<std::string, uint64_t>{{"malformed", 3},
+                                                     {"version", 0},
+                                                     {"too_large", 0},
+                                                     {"busy", 1},
+                                                     {"unplannable", 1},
+                                                     {"node_mismatch", 1}}));
   EXPECT_EQ(status.requests(), 3u);  // GetStatus's older counters are unchanged
   EXPECT_GT(status.start_time_s(), 1.6e9);
 }

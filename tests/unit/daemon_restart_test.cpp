@@ -345,7 +345,7 @@ TEST_F(DaemonRestartTest, AnOlderDaemonThatDropsWhatSlurmFixedIsNotBelieved) {
   FakeDaemon daemon(socket_, replies({}, Reply::kPlan), api::serialize_plan(*fixed, &lumi, {}));
   auto plan = client::plan_step(step, site, no_fallback, [](const std::string&) {});
   ASSERT_TRUE(plan) << plan.error().message;
-  EXPECT_EQ(plan->tasks[0].gpus[0].node_index, 7);
+  EXPECT_EQ(plan->plan.tasks[0].gpus[0].node_index, 7);
 }
 
 }  // namespace

@@ -73,6 +73,13 @@ v1::PlanRequest full_request() {
   fill_every_field(request);
   request.set_allowed_cpus("2-5,9");
   request.set_allowed_cores("1-3");
+  // Names of hardware in their syntax, as request_from_proto checks it.
+  for (int i = 0; i < request.gpus_size(); ++i)
+    request.mutable_gpus(i)->set_pci("0000:c" + std::to_string(i % 10) + ":00.0");
+  for (int i = 0; i < request.unplaced_gpus_size(); ++i)
+    request.set_unplaced_gpus(i, "MIG-" + std::to_string(i));
+  request.set_inherited_hip_visible_devices("1,0");
+  request.set_ccl_process_launcher("hydra");
   request.set_ntasks(static_cast<uint32_t>(request.fixed_tasks_size()));  // one per task
   for (v1::FixedTask& task : *request.mutable_fixed_tasks())
     task.set_cpus("2-3");
@@ -456,6 +463,11 @@ v1::GetStatusResponse as_response(const api::DaemonStatus& status) {
   response.set_latency_sum_s(status.latency_sum_s);
   response.set_reloads(status.reloads);
   response.set_reloads_refused(status.reloads_refused);
+  for (const auto& [cause, count] : status.refusals) {
+    v1::RefusalCount& refusal = *response.add_refusals();
+    refusal.set_cause(cause);
+    refusal.set_count(count);
+  }
   for (const auto& [reason, count] : status.fallbacks) {
     v1::FallbackCount& fallback = *response.add_fallbacks();
     fallback.set_reason(reason);
@@ -482,6 +494,7 @@ TEST(SchemaMappings, ClientStatusCarriesEveryField) {
 constexpr Omission kDaemonStatusZeros[] = {
     {"gpubind.v1.LatencyBucket.count", "buckets below the fastest call hold 0; checked below"},
     {"gpubind.v1.FallbackCount.count", "reasons never reported hold 0; checked below"},
+    {"gpubind.v1.RefusalCount.count", "causes no request had hold 0; checked below"},
 };
 
 TEST(SchemaMappings, DaemonStatusSetsEveryField) {
@@ -514,6 +527,8 @@ TEST(SchemaMappings, DaemonStatusSetsEveryField) {
   expect_known(kDaemonStatusZeros);
   expect_lost(testing::fields_unset(status, kDaemonStatusZeros), {});
   EXPECT_EQ(status.latency_buckets(status.latency_buckets_size() - 1).count(), 2u);
+  EXPECT_EQ(status.refusals(0).cause(), "malformed");
+  EXPECT_EQ(status.refusals(0).count(), 1u);
   EXPECT_EQ(status.fallbacks(0).reason(), "unavailable");
   EXPECT_EQ(status.fallbacks(0).count(), 1u);
   EXPECT_EQ(status.policy_source(), fixtures + "/lumi-g.policy");

@@ -130,18 +130,4 @@ Result<DaemonAccess> daemon_access(const Args& args) {
                       std::chrono::milliseconds(*timeout)};
 }
 
-Status write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  if (!out) return make_error("cannot write '" + path + "': " + std::strerror(errno));
-  out << content;
-  out.close();
-  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return make_error("cannot write '" + path + "': " + reason);
-  }
-  return Ok{};
-}
-
 }  // namespace gpubind::ctl

@@ -41,8 +41,12 @@ struct DaemonAccess {
 // --socket (else $GPUBIND_SOCKET, else the default) and --timeout.
 Result<DaemonAccess> daemon_access(const Args& args);
 
-// Written beside the target and renamed, so a failed write never leaves half a file.
+// Written beside the target and renamed, so a failed write never leaves half a file; no link on
+// the way is followed and nothing already there is opened (file_output.cpp).
 Status write_file_atomically(const std::string& path, const std::string& content);
+// The same, for a file root writes where others read it (the metrics textfile): refused unless
+// every folder from / to the file's belongs to root (or this user) and nobody else may change it.
+Status write_trusted_file(const std::string& path, const std::string& content);
 
 // The commands, each in a file of its own.
 int run_topology(const Args& args);  // plan_commands.cpp

@@ -21,6 +21,7 @@ output::DaemonMetrics metrics_of(const api::DaemonStatus& s) {
   m.latency_buckets = s.latency_buckets;
   m.latency_count = s.latency_count;
   m.latency_sum_s = s.latency_sum_s;
+  m.refusals = s.refusals;
   m.fallbacks = s.fallbacks;
   m.policy_generation = s.policy_generation;
   m.topology_generation = s.topology_generation;
@@ -54,7 +55,7 @@ int run_metrics(const Args& args) {
     text = output::metrics_text(nullptr);
   }
   if (textfile) {
-    if (auto written = write_file_atomically(*textfile, text); !written)
+    if (auto written = write_trusted_file(*textfile, text); !written)
       return fail(written.error().message, kExitFailed);
   } else {
     std::cout << text << std::flush;

@@ -199,7 +199,12 @@ std::string stepd_lib_path(const Site& site) {
 Result<client::StepPlan> plan_step(const client::StepRequest& request, const Options& o,
                                    const Site& site) {
   const client::InProcess here{stepd_lib_path(site), o.topology.value_or("")};
-  if (!o.topology) return client::plan_step(request, site.args, here, [](const std::string&) {});
+  if (!o.topology) {
+    // Run as the user: a fallback report could not go to root's spool (fallback_report.h).
+    auto planned = client::plan_step(request, site.args, here, [](const std::string&) {});
+    if (!planned) return planned.error();
+    return std::move(planned->plan);
+  }
   auto encoded = protocol::encode_request(request);
   if (!encoded) return encoded.error();
   auto plan = client::plan_in_process(request, *encoded, site.args, here);

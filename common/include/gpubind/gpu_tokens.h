@@ -6,6 +6,7 @@
 //   "MIG-<uuid>"       an NVIDIA MIG instance ("MIG-GPU-<uuid>/<gi>/<ci>" before driver R470)
 //   "3.1"              Level Zero COMPOSITE: tile 1 of card 3
 //   "6,7" / "7"        Level Zero FLAT: a card's tiles (or one tile) as device numbers
+//   "0000:c1:00.0"     a GPU by its PCI bus id (GPUBIND_GPU_PCI, a request's StepGpu.pci)
 #pragma once
 
 #include <optional>
@@ -15,6 +16,13 @@
 namespace gpubind::gpu_tokens {
 
 bool is_number(std::string_view token);  // digits only
+// Whether `token` is made only of what every form above is made of (letters, digits and
+// ".:/,-"): what a request may name a GPU by. Anything else (spaces, quotes, control bytes) names
+// no GPU of any runtime and is refused where a request is read.
+bool is_token_text(std::string_view token);
+// A PCI bus id as Linux writes it: domain (4 to 8 hex digits, wider behind Intel VMD), bus,
+// device, function ("0000:c1:00.0", "10000:e1:00.0").
+bool is_pci_bus_id(std::string_view text);
 bool is_gpu_uuid(std::string_view token);
 bool is_mig(std::string_view token);
 // The parent GPU's UUID a pre-R470 MIG token names ("MIG-GPU-<uuid>/1/0" -> "GPU-<uuid>"); ""

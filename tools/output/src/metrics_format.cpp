@@ -79,6 +79,13 @@ std::string metrics_text(const DaemonMetrics* m) {
   out.sample("gpubind_plans_total", label("source", "refused"), m->plans_refused);
   out.sample("gpubind_plans_total", label("source", "node_mismatch"), m->plans_node_mismatch);
 
+  out.family("gpubind_refusals_total", "counter",
+             "Refused plan requests by cause: malformed, version, too_large, busy, unplannable, "
+             "node_mismatch. Any local user can cause each at will; a stale topology shows as "
+             "gpubind_fallbacks_total{reason=\"node_mismatch\"}, which only real launches report.");
+  for (const auto& [cause, count] : m->refusals)
+    out.sample("gpubind_refusals_total", label("cause", cause), count);
+
   const std::string duration = "gpubind_plan_duration_seconds";
   out.family(duration, "histogram", "Time gpubindd spent answering a plan request, in seconds.");
   for (const auto& [bound, count] : m->latency_buckets)

@@ -45,6 +45,7 @@ struct DaemonStatus {
   uint64_t latency_count = 0;
   double latency_sum_s = 0;
   uint64_t reloads = 0, reloads_refused = 0;
+  std::vector<std::pair<std::string, uint64_t>> refusals;   // (cause, requests)
   std::vector<std::pair<std::string, uint64_t>> fallbacks;  // (reason, launches)
   double start_time_s = 0;                                  // seconds since the Unix epoch
 };

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "gpubind/client/fallback_report.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/types.h"
 #include "gpubind/result.h"
@@ -37,9 +38,15 @@ Result<StepPlan> plan_in_process(const StepRequest& request, const std::string& 
 // fail, a daemon that went away is asked again within timeout_ms (when_daemon_gone). A request the
 // daemon refuses on its merits is not retried: it would be refused in-process too. `report` gets
 // what an administrator must see (an untrusted server or answer, a stale daemon topology: one the
-// step does not fit while the live node does). A step that fits neither gets one message.
-Result<StepPlan> plan_step(const StepRequest& request, const SiteArgs& site,
-                           const InProcess& fallback,
-                           const std::function<void(const std::string&)>& report);
+// step does not fit while the live node does). A step that fits neither gets one message. A plan
+// made in-process goes with the report for the daemon's monitoring (`fallback`), which the caller
+// leaves where it may (fallback_report.h).
+struct Planned {
+  StepPlan plan;
+  std::optional<FallbackReport> fallback;
+};
+Result<Planned> plan_step(const StepRequest& request, const SiteArgs& site,
+                          const InProcess& fallback,
+                          const std::function<void(const std::string&)>& report);
 
 }  // namespace gpubind::client

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "gpubind/daemon/daemon_state.h"
 #include "gpubind/daemon/metrics.h"
@@ -65,7 +66,7 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
   // Launches' fallback reports are counted from this folder (created here if missing).
   void set_fallback_spool(const std::string& folder);
   // A Plan request refused before it reached the service (overload, a bad frame): counted.
-  void count_refused() { metrics_.count(Metrics::Source::kRefused); }
+  void count_refused(Metrics::Refusal cause) { metrics_.count(cause); }
 
   // A serialized gpubind.v1.PlanResponse, shared with the cache (a 4096-task answer is megabytes:
   // it is not copied), and whether it came from the cache.
@@ -108,10 +109,16 @@ class BinderService final : public v1::Binder::WithRawCallbackMethod_Plan<v1::Bi
                          v1::GetStatusResponse* response) override;
 
  private:
-  // Why `request` gets no plan: its own fault (invalid_input), or it does not fit the daemon's
-  // view of the node (node_mismatch, logged as a warning).
-  Error refuse(const Error& why, const v1::PlanRequest& request);
-  static Result<std::string> plan_bytes(const DaemonState& state, const v1::PlanRequest& request);
+  // Why `request` gets no plan: its own fault (invalid_input, counted as `cause`), or it does not
+  // fit the daemon's view of the node (node_mismatch).
+  Error refuse(const Error& why, Metrics::Refusal cause, const v1::PlanRequest& request);
+  // The serialized answer, or why not and the cause it is counted under.
+  struct Refused {
+    Error why;
+    Metrics::Refusal cause;
+  };
+  static std::variant<std::string, Refused> plan_bytes(const DaemonState& state,
+                                                       const v1::PlanRequest& request);
   // `request` with the state it is answered from and, unless it bypasses the cache, its key.
   KeyedRequest key(v1::PlanRequest request);
   // Answers `request` into `response`: the status to finish the call with.

@@ -17,6 +17,7 @@ struct DaemonMetrics {
   std::vector<std::pair<double, uint64_t>> latency_buckets;  // (upper bound s, cumulative)
   uint64_t latency_count = 0;
   double latency_sum_s = 0;
+  std::vector<std::pair<std::string, uint64_t>> refusals;   // (cause, requests)
   std::vector<std::pair<std::string, uint64_t>> fallbacks;  // (reason, launches)
   uint64_t policy_generation = 0, topology_generation = 0;
   uint64_t reloads = 0, reloads_refused = 0;
