@@ -65,7 +65,8 @@ struct Router::Connection {
   Clock::time_point deadline{};
   std::string in;  // the request frame so far
   size_t want = compact::kRequestHeaderBytes;
-  AnswerFrame out;            // the answer frame
+  PlanWorkers::Ticket ticket = 0;  // while kPlan: the job planning its answer
+  AnswerFrame out;                 // the answer frame
   bool holds_answer = false;  // out.body counts in queued_ until closed
   size_t sent = 0;
 };
@@ -287,6 +288,8 @@ void Router::on_event(uint64_t id, uint32_t events) {
       if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(id);
       break;
     case Stage::kPlan:
+      // Gone while its plan waits: the plan is dropped (or, running, its answer is).
+      if (events & (EPOLLHUP | EPOLLERR)) close_connection(id);
       break;
   }
 }
@@ -358,9 +361,12 @@ void Router::start_planning(Connection& c) {
   c.in.clear();
   c.in.shrink_to_fit();
   const uint64_t id = c.id;
-  // A body parsed on the worker is large until its parse says otherwise.
+  // The daemon's own probe (its watchdog) goes first; a body parsed on the worker is large until
+  // its parse says otherwise.
   const auto* keyed = std::get_if<KeyedRequest>(&intake.request);
-  const bool large = keyed == nullptr || keyed->large();
+  const PlanWorkers::Lane lane = c.pid == getpid() ? PlanWorkers::Lane::kOwn
+                                 : keyed == nullptr ? PlanWorkers::Lane::kLarge
+                                                    : keyed->lane();
   auto job = [this, id, request = std::move(intake.request)] {
     AnswerFrame frame = answer_frame(request, service_);
     {
@@ -372,7 +378,10 @@ void Router::start_planning(Connection& c) {
       // The eventfd's counter cannot overflow here; nothing to do but let the deadline act.
     }
   };
-  if (!workers_.submit(c.uid, std::move(job), large)) {
+  const auto ticket = workers_.submit(c.uid, std::move(job), lane);
+  if (ticket) {
+    c.ticket = *ticket;
+  } else {
     service_.count_refused(Metrics::Refusal::kBusy);
     static log::RateLimited said;
     said.write(log::Level::kWarning,
@@ -535,6 +544,7 @@ void Router::close_connection(uint64_t id) {
   if (it == connections_.end()) return;
   Connection& c = *it->second;
   deadlines_.erase({c.deadline, id});
+  if (c.stage == Stage::kPlan) workers_.cancel(c.uid, c.ticket);
   if (c.holds_answer) queued_.release(c.uid, c.out.body);
   if (c.fd >= 0) {
     // For a gRPC connection this reaches gRPC's descriptor too: the socket is shut, not just

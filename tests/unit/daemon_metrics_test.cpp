@@ -321,3 +321,47 @@ TEST_F(JournalTest, NoJournalNoSocket) {
 
 }  // namespace
 }  // namespace gpubind::daemon
+
+namespace gpubind::daemon {
+namespace {
+
+// What a plan costs is judged by its answer's size, not its task count: a step of up to 64 tasks
+// is small, and megabytes of answer are large whatever the task count (the queue attack of 1024
+// tasks, eight GPUs a task and 128-byte tokens among them).
+TEST(PlanCost, TheLaneFollowsTheExpectedAnswerSize) {
+  using Lane = PlanWorkers::Lane;
+  BinderService service(lumi_state(), false);
+  auto keyed = [&](uint32_t ntasks, uint32_t gpus_per_task, size_t token_bytes) {
+    v1::PlanRequest request = request_of(ntasks);
+    request.set_gpus_given(true);
+    request.set_gpus_per_task(gpus_per_task);
+    for (uint32_t i = 0; i < 8; ++i) {
+      v1::StepGpu& gpu = *request.add_gpus();
+      gpu.set_node_index(i);
+      gpu.set_token(std::to_string(i) + std::string(token_bytes - 1, 'x'));
+    }
+    auto received = service.receive(request.SerializeAsString());
+    EXPECT_TRUE(received) << received.error().message;
+    return std::move(received).value();
+  };
+  EXPECT_EQ(keyed(8, 0, 1).lane(), Lane::kSmall);
+  EXPECT_EQ(keyed(64, 8, 128).lane(), Lane::kSmall);
+  EXPECT_EQ(keyed(256, 0, 1).lane(), Lane::kNormal);
+  EXPECT_EQ(keyed(1024, 0, 1).lane(), Lane::kNormal);
+  EXPECT_EQ(keyed(1024, 8, 128).lane(), Lane::kLarge);
+  EXPECT_EQ(keyed(4096, 0, 1).lane(), Lane::kLarge);
+  // Within a factor of two of the answer the planner really gives.
+  for (auto [ntasks, per_task, token] : {std::tuple{8u, 0u, 1u}, {256u, 8u, 1u}, {1024u, 8u, 128u},
+                                         {1024u, 0u, 128u}}) {
+    const KeyedRequest request = keyed(ntasks, per_task, token);
+    auto answer = service.answer(request);
+    ASSERT_TRUE(answer) << answer.error().message;
+    const double ratio = static_cast<double>(request.expected_answer_bytes()) /
+                         static_cast<double>(answer->size());
+    EXPECT_GT(ratio, 0.5) << ntasks << " tasks";
+    EXPECT_LT(ratio, 2.0) << ntasks << " tasks";
+  }
+}
+
+}  // namespace
+}  // namespace gpubind::daemon

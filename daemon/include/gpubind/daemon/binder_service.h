@@ -13,6 +13,7 @@
 #include "gpubind/daemon/daemon_state.h"
 #include "gpubind/daemon/metrics.h"
 #include "gpubind/daemon/plan_cache.h"
+#include "gpubind/daemon/plan_workers.h"
 #include "gpubind/v1/binder.grpc.pb.h"
 
 namespace gpubind::daemon {
@@ -20,17 +21,21 @@ namespace gpubind::daemon {
 class FallbackSpool;
 class Journal;
 class LatencyWindow;
-class PlanWorkers;
 
 // A Plan request on its way from the thread that received it (the router's, or gRPC's) to the
 // worker that plans it: parsed once and keyed once, by BinderService::receive, and answered from
 // the state it was keyed in.
 class KeyedRequest {
  public:
-  // Planning more tasks than this may take tens of megabytes: PlanWorkers makes few such plans
-  // at once. Every other job step's plan stays below a few megabytes.
-  static constexpr uint32_t kLargeTasks = 1024;
-  bool large() const { return request_.ntasks() > kLargeTasks; }
+  // What its plan costs, judged by the size of its answer: planning time and working memory
+  // follow it (measured on the LUMI-G fixture: ~400 bytes a task, and for each GPU a task sees
+  // ~50 bytes and ~4 per byte of its token; a 4 MB answer takes ~18 ms and ~10 MB to make).
+  size_t expected_answer_bytes() const;
+  // Where it waits for a worker (plan_workers.h): small for a step of up to kSmallTasks tasks,
+  // large past kLargeAnswerBytes whatever its task count.
+  static constexpr uint32_t kSmallTasks = 64;
+  static constexpr size_t kLargeAnswerBytes = 1u << 20;
+  PlanWorkers::Lane lane() const;
 
  private:
   friend class BinderService;
