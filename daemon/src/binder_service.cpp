@@ -79,9 +79,10 @@ const std::string& cached_flag() {
 }  // namespace
 
 size_t KeyedRequest::expected_answer_bytes() const {
-  const size_t gpus = request_.gpus_given()
-                          ? static_cast<size_t>(request_.gpus_size() + request_.unplaced_gpus_size())
-                          : state_->node.topology.gpus.size();
+  const size_t gpus =
+      request_.gpus_given()
+          ? static_cast<size_t>(request_.gpus_size() + request_.unplaced_gpus_size())
+          : state_->node.topology.gpus.size();
   size_t token_bytes = 0;
   for (const v1::StepGpu& gpu : request_.gpus())
     token_bytes += gpu.token().size();
@@ -90,9 +91,9 @@ size_t KeyedRequest::expected_answer_bytes() const {
   const size_t tasks = std::max<size_t>(request_.ntasks(), 1);
   const size_t mean_token = gpus == 0 ? 1 : std::max<size_t>(token_bytes / gpus, 1);
   // A task sees gpus_per_task GPUs, else its share of the step's (at least one).
-  const size_t per_task = request_.gpus_per_task() > 0
-                              ? std::min<size_t>(request_.gpus_per_task(), std::max<size_t>(gpus, 1))
-                          : gpus == 0 ? 0
+  const size_t per_task = request_.gpus_per_task() > 0 ? std::min<size_t>(request_.gpus_per_task(),
+                                                                          std::max<size_t>(gpus, 1))
+                          : gpus == 0                  ? 0
                                       : std::max<size_t>((gpus + tasks - 1) / tasks, 1);
   return tasks * (400 + per_task * (50 + 4 * mean_token));
 }
@@ -100,8 +101,7 @@ size_t KeyedRequest::expected_answer_bytes() const {
 PlanWorkers::Lane KeyedRequest::lane() const {
   const size_t bytes = expected_answer_bytes();
   if (bytes > kLargeAnswerBytes) return PlanWorkers::Lane::kLarge;
-  return request_.ntasks() <= kSmallTasks ? PlanWorkers::Lane::kSmall
-                                          : PlanWorkers::Lane::kNormal;
+  return request_.ntasks() <= kSmallTasks ? PlanWorkers::Lane::kSmall : PlanWorkers::Lane::kNormal;
 }
 
 size_t BinderService::Answer::size() const {

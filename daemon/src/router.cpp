@@ -67,7 +67,7 @@ struct Router::Connection {
   size_t want = compact::kRequestHeaderBytes;
   PlanWorkers::Ticket ticket = 0;  // while kPlan: the job planning its answer
   AnswerFrame out;                 // the answer frame
-  bool holds_answer = false;  // out.body counts in queued_ until closed
+  bool holds_answer = false;       // out.body counts in queued_ until closed
   size_t sent = 0;
 };
 
@@ -364,7 +364,7 @@ void Router::start_planning(Connection& c) {
   // The daemon's own probe (its watchdog) goes first; a body parsed on the worker is large until
   // its parse says otherwise.
   const auto* keyed = std::get_if<KeyedRequest>(&intake.request);
-  const PlanWorkers::Lane lane = c.pid == getpid() ? PlanWorkers::Lane::kOwn
+  const PlanWorkers::Lane lane = c.pid == getpid()  ? PlanWorkers::Lane::kOwn
                                  : keyed == nullptr ? PlanWorkers::Lane::kLarge
                                                     : keyed->lane();
   auto job = [this, id, request = std::move(intake.request)] {

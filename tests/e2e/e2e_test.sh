@@ -325,6 +325,23 @@ check_tasks "stale daemon topology: the fallback binds" 2
   ok "stale daemon topology: planned in-process, the user is told why" || bad "stale topology" "$out"
 grep -q "does not fit the daemon's topology" "$dir"/log/slurmd-*.log &&
   ok "stale daemon topology: slurmd's log says so" || bad "stale topology not in slurmd's log"
+# Whoever launched, the fallback is counted: the plugin decides on the report as the job's user
+# and leaves it as root (task_post_fork) in the daemon's root-owned spool, where no user can write.
+if [[ -z "${GPUBIND_E2E_SLURM:-}" ]] && command -v runuser >/dev/null; then
+  fallbacks() {
+    "$ctl" --socket "$dir/run/gpubind.sock" metrics |
+      awk '$1 == "gpubind_fallbacks_total{reason=\"node_mismatch\"}" {print $2}'
+  }
+  before=$(fallbacks)
+  out=$(cd /tmp && timeout 60 runuser -u nobody -- srun -N1 -n2 --gpus=2 --gpu-bind-auto=verbose \
+    "$check" --json 2>&1)
+  after=$(fallbacks)
+  [[ "$out" == *"[fallback]"* && -n "$before" && $((after - before)) -eq 1 ]] &&
+    ok "a fallback of nobody's launch is counted in gpubind_fallbacks_total" ||
+    bad "nobody's fallback: counted ${before:-?} -> ${after:-?}" "$out"
+  [[ $(find "$dir/run/fallback-reports" -type f | wc -l) -eq 0 ]] &&
+    ok "the daemon took the report in" || bad "reports left in the spool"
+fi
 "$cluster" daemon stop "$dir"
 "$cluster" daemon start "$dir"
 

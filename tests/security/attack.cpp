@@ -24,6 +24,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -43,6 +44,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -95,6 +97,9 @@ modes (N, default in brackets):
              a bypass_cache request of the largest answer, never read [5]
   multiuser  --users U processes, each as its own uid (--attacker-uid, +1, ...), holding N
              connections each that sent a compact header and then nothing [64]
+  queuefill  --users U processes, each as its own uid, with N connections each asking back to
+             back for a distinct plan of 1024 tasks with eight GPUs each and 128-byte tokens
+             (bypass_cache: planned every time, ~4 MB answers) and reading the answers [1]
 
 --attacker-uid UID  the attacking child drops to UID (and its group) first; needs root
 --attacker-cpus L   the attacking child runs only on these CPUs ("3" or "2,3"), as Slurm's
@@ -106,6 +111,12 @@ modes (N, default in brackets):
                     exceeds Z MiB
 --probe-timeout-ms T  the probes' deadline (default 1000, the plugin's)
 --probe-uid UID     the probes connect as UID (needs root)
+--probe-tasks N     the probes ask for an N-task step (default 8)
+--probe-uncached    the probes ask for a plan the daemon must make (bypass_cache), as a launch
+                    of a shape it has not planned yet
+--max-planned-while-waiting K  queuefill: fail when, at the 99th percentile, more than K of the
+                    attackers' plans were answered while a probe waited for its own: how far
+                    back in the daemon's line the probe stood, whatever the machine's speed
 --users U           multiuser: how many users attack (default 65)
 --expect-grpc-refused  h2streams, h2nonread: fail unless the daemon closes the attacker's
                     connections without a byte of HTTP/2 (gRPC is not served to that user)
@@ -126,7 +137,8 @@ enum class Mode {
   kNonreadBig,
   kH2Streams,
   kH2Nonread,
-  kMultiuser
+  kMultiuser,
+  kQueuefill
 };
 
 struct ModeInfo {
@@ -151,6 +163,7 @@ constexpr ModeInfo kModes[] = {
     {"h2streams", Mode::kH2Streams, 40000, 1000000},
     {"h2nonread", Mode::kH2Nonread, 5, 100},
     {"multiuser", Mode::kMultiuser, 64, 1000},
+    {"queuefill", Mode::kQueuefill, 1, 64},
 };
 
 struct Options {
@@ -170,6 +183,9 @@ struct Options {
   std::optional<uid_t> probe_uid;
   long users = 65;
   bool expect_grpc_refused = false;
+  int probe_tasks = 8;
+  bool probe_uncached = false;
+  std::optional<long> max_planned_while_waiting;
 };
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -216,6 +232,10 @@ Options parse_options(int argc, char** argv) {
     if (arg.rfind("--", 0) != 0) usage_error("unexpected argument '" + arg + "'");
     if (arg == "--expect-grpc-refused") {
       options.expect_grpc_refused = true;
+      continue;
+    }
+    if (arg == "--probe-uncached") {
+      options.probe_uncached = true;
       continue;
     }
     if (i + 1 >= argc) usage_error(arg + " needs a value");
@@ -283,6 +303,11 @@ Options parse_options(int argc, char** argv) {
       options.probe_uid = static_cast<uid_t>(whole(0, 0x7fffffff));
     } else if (arg == "--users") {
       options.users = whole(1, 1000);
+    } else if (arg == "--max-planned-while-waiting") {
+      options.max_planned_while_waiting = whole(0, 1000000);
+    } else if (arg == "--probe-tasks") {
+      options.probe_tasks = static_cast<int>(whole(1, 4096));
+
     } else {
       usage_error("unknown option '" + arg + "'");
     }
@@ -909,6 +934,86 @@ void many_users(Attack& attack) {
                  " closed_by_daemon=" + std::to_string(sums[2]);
 }
 
+// How many of the attackers' costly plans have been answered, in memory every process of the run
+// shares (mapped before the first fork): the probe reads it before and after each of its own.
+std::atomic<long>* g_costly_answered = nullptr;
+
+// queuefill, in one user's process: `count` connections, each asking back to back for a distinct
+// plan the daemon must make (job ids differ; bypass_cache), reading every answer whole.
+void ask_costly_plans(Attack& attack) {
+  gpubind::v1::PlanRequest request;
+  request.set_ntasks(1024);
+  request.set_allowed_cpus("0-127");
+  request.set_gpus_given(true);
+  request.set_gpus_per_task(8);
+  request.set_smt(2);
+  request.set_omp_places(true);
+  request.set_bypass_cache(true);
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    auto* given = request.add_gpus();
+    given->set_node_index(gpu);
+    given->set_token(std::to_string(gpu) + std::string(127, 'x'));
+  }
+  std::vector<std::thread> threads;
+  for (long t = 0; t < attack.count; ++t) {
+    threads.emplace_back([&attack, request, t]() mutable {
+      for (uint64_t k = 0; running(attack); ++k) {
+        request.set_job_id((static_cast<uint64_t>(getuid()) << 32) + (t << 24) + k);
+        ++attack.stats.sent;
+        if (answer_size(attack, compact_frame(request))) {
+          ++attack.stats.answered;
+          g_costly_answered->fetch_add(1);
+        } else {
+          ++attack.stats.rejected;
+          std::this_thread::sleep_for(5ms);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads)
+    thread.join();
+}
+
+// queuefill: `users` processes, each as its own uid, each asking for costly plans back to back.
+void many_users_planning(Attack& attack) {
+  int totals[2];
+  if (pipe2(totals, O_CLOEXEC) != 0) {
+    attack.stats.note(std::string("pipe: ") + std::strerror(errno));
+    return;
+  }
+  std::vector<pid_t> children;
+  for (long i = 0; i < attack.users; ++i) {
+    const uid_t uid = attack.first_uid + static_cast<uid_t>(i);
+    const pid_t child = fork();
+    if (child < 0) break;
+    if (child == 0) {
+      close(totals[0]);
+      if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ask_costly_plans(attack);
+      const long counts[2] = {attack.stats.answered, attack.stats.rejected};
+      if (write(totals[1], counts, sizeof counts) != sizeof counts) _exit(4);
+      _exit(0);
+    }
+    children.push_back(child);
+  }
+  close(totals[1]);
+  long sums[2] = {0, 0}, reported = 0;
+  for (long counts[2]; read(totals[0], counts, sizeof counts) == sizeof counts; ++reported) {
+    sums[0] += counts[0];
+    sums[1] += counts[1];
+  }
+  close(totals[0]);
+  for (pid_t child : children)
+    waitpid(child, nullptr, 0);
+  attack.extra = "users=" + std::to_string(children.size()) +
+                 " reported=" + std::to_string(reported) +
+                 " plans_answered=" + std::to_string(sums[0]) +
+                 " refused_or_failed=" + std::to_string(sums[1]);
+  if (sums[0] == 0)
+    attack.stats.note("no costly plan was answered: the attack did not load the daemon");
+}
+
 void run_attack(Attack& attack, Mode mode) {
   switch (mode) {
     case Mode::kNone:
@@ -950,6 +1055,8 @@ void run_attack(Attack& attack, Mode mode) {
       return h2_streams(attack, true);
     case Mode::kMultiuser:
       return many_users(attack);
+    case Mode::kQueuefill:
+      return many_users_planning(attack);
   }
 }
 
@@ -980,9 +1087,11 @@ void write_report(int fd, const Report& report) {
     if (sched_setaffinity(0, sizeof cpus, &cpus) != 0)
       fail(std::string("cannot confine the attacker to its CPUs: ") + std::strerror(errno));
   }
-  const bool many_users = options.mode.mode == Mode::kMultiuser;
+  const bool many_users =
+      options.mode.mode == Mode::kMultiuser || options.mode.mode == Mode::kQueuefill;
   if (many_users && (!options.attacker_uid || geteuid() != 0))
-    fail("multiuser needs root and --attacker-uid (the first of its users)");
+    fail(std::string(options.mode.name) +
+         " needs root and --attacker-uid (the first of its users)");
   if (options.attacker_uid && geteuid() == 0 && !many_users) {
     if (setgroups(0, nullptr) != 0 || setgid(options.attacker_gid) != 0 ||
         setuid(*options.attacker_uid) != 0) {
@@ -1024,13 +1133,28 @@ void write_report(int fd, const Report& report) {
 
 // ---- The probe ---------------------------------------------------------------------------------
 
-// The request of an ordinary job step: 8 tasks, the node's first 8 GPUs, no CPU restriction
-// (nothing else node-specific).
-std::string probe_request() {
+// The request of an ordinary job step: `tasks` tasks (8), the node's first 8 GPUs, no CPU
+// restriction (nothing else node-specific), as the plugin encodes it. `uncached`: the same with
+// bypass_cache, which the plugin never sends, so that every probe is planned as a launch of a
+// shape the daemon has not seen is.
+std::string probe_request(int tasks, bool uncached) {
+  if (uncached) {
+    gpubind::v1::PlanRequest request;
+    request.set_job_id(1);
+    request.set_ntasks(static_cast<uint32_t>(tasks));
+    request.set_gpus_given(true);
+    request.set_bypass_cache(true);
+    for (int gpu = 0; gpu < 8; ++gpu) {
+      auto* given = request.add_gpus();
+      given->set_node_index(gpu);
+      given->set_token(std::to_string(gpu));
+    }
+    return request.SerializeAsString();
+  }
   protocol::StepRequest request;
   request.job_id = 1;
   request.step_id = 0;
-  request.ntasks = 8;
+  request.ntasks = tasks;
   request.gpus_given = true;
   for (int gpu = 0; gpu < 8; ++gpu)
     request.gpus.emplace_back(gpu, std::to_string(gpu));
@@ -1043,7 +1167,8 @@ std::string probe_request() {
 // client by the uid it connected with; the rest of this process stays root, to read /proc).
 std::pair<double, std::optional<std::string>> probe_once(const std::string& socket,
                                                          const std::string& request, int timeout_ms,
-                                                         std::optional<uid_t> probe_uid) {
+                                                         std::optional<uid_t> probe_uid,
+                                                         size_t tasks) {
   if (probe_uid && seteuid(*probe_uid) != 0)
     setup_error("cannot probe as uid " + std::to_string(*probe_uid) + ": " + std::strerror(errno));
   const auto start = Clock::now();
@@ -1054,8 +1179,9 @@ std::pair<double, std::optional<std::string>> probe_once(const std::string& sock
     error = answer.error().message;
   } else if (auto plan = protocol::decode_plan(*answer); !plan) {
     error = "undecodable answer: " + plan.error().message;
-  } else if (plan->tasks.size() != 8) {
-    error = "a plan of " + std::to_string(plan->tasks.size()) + " tasks, not 8";
+  } else if (plan->tasks.size() != tasks) {
+    error =
+        "a plan of " + std::to_string(plan->tasks.size()) + " tasks, not " + std::to_string(tasks);
   }
   return {std::chrono::duration<double, std::milli>(Clock::now() - start).count(), error};
 }
@@ -1085,11 +1211,16 @@ int main(int argc, char** argv) {
     options.attacker_gid = user ? user->pw_gid : static_cast<gid_t>(*options.attacker_uid);
   }
   signal(SIGPIPE, SIG_IGN);
+  void* shared = mmap(nullptr, sizeof(std::atomic<long>), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) setup_error(std::string("mmap: ") + std::strerror(errno));
+  g_costly_answered = new (shared) std::atomic<long>(0);
 
-  const std::string request = probe_request();
+  const std::string request = probe_request(options.probe_tasks, options.probe_uncached);
+  const auto probe_tasks = static_cast<size_t>(options.probe_tasks);
   if (options.probe_uid && geteuid() != 0) setup_error("--probe-uid needs root");
-  if (auto [ms, error] =
-          probe_once(options.socket, request, options.probe_timeout_ms, options.probe_uid);
+  if (auto [ms, error] = probe_once(options.socket, request, options.probe_timeout_ms,
+                                    options.probe_uid, probe_tasks);
       error)
     setup_error("the daemon does not answer the probe before any attack: " + *error);
 
@@ -1114,7 +1245,7 @@ int main(int argc, char** argv) {
 
   const bool until_done = options.mode.mode == Mode::kCachemem;
   const auto probe_end = until_done ? stop : stop - 500ms;
-  std::vector<double> latencies;
+  std::vector<double> latencies, planned_while_waiting;
   long misses = 0, failed = 0;
   std::string first_failure;
   int child_status = 0;
@@ -1125,8 +1256,11 @@ int main(int argc, char** argv) {
     if (until_done && !child_done && waitpid(child, &child_status, WNOHANG) == child)
       child_done = true;
     if (Clock::now() >= probe_end || child_done) break;
-    auto [ms, error] =
-        probe_once(options.socket, request, options.probe_timeout_ms, options.probe_uid);
+    const long answered_before = g_costly_answered->load();
+    auto [ms, error] = probe_once(options.socket, request, options.probe_timeout_ms,
+                                  options.probe_uid, probe_tasks);
+    planned_while_waiting.push_back(
+        static_cast<double>(g_costly_answered->load() - answered_before));
     if (error) {
       ++failed;
       ms = std::max(ms, static_cast<double>(options.probe_timeout_ms));
@@ -1189,6 +1323,12 @@ int main(int argc, char** argv) {
       percentile(latencies, 50), p99, percentile(latencies, 100), misses, failed, mib(rss_before),
       mib(rss_after), mib(rss_peak), mib(hwm), cpu, fds_peak, threads_peak, attack_text.c_str(),
       attacker_killed ? " attacker_killed=yes" : "", alive ? "yes" : "no");
+  const double waited_behind = percentile(planned_while_waiting, 99);
+  if (options.mode.mode == Mode::kQueuefill) {
+    std::printf("  attackers' plans answered while a probe waited: p50 %.0f p99 %.0f max %.0f\n",
+                percentile(planned_while_waiting, 50), waited_behind,
+                percentile(planned_while_waiting, 100));
+  }
   if (!first_failure.empty()) std::printf("  first probe failure: %s\n", first_failure.c_str());
   if (!attack_detail.empty()) std::printf("%s\n", attack_detail.c_str() + 1);
 
@@ -1197,6 +1337,13 @@ int main(int argc, char** argv) {
   if (options.max_misses && misses > *options.max_misses)
     exceeded.push_back("misses " + std::to_string(misses) + " > " +
                        std::to_string(*options.max_misses));
+  if (options.max_planned_while_waiting && !planned_while_waiting.empty() &&
+      waited_behind > static_cast<double>(*options.max_planned_while_waiting)) {
+    exceeded.push_back("at p99 a probe waited while " +
+                       std::to_string(static_cast<long>(waited_behind)) +
+                       " of the attackers' plans were answered (at most " +
+                       std::to_string(*options.max_planned_while_waiting) + ")");
+  }
   if (options.max_p99_ms && !latencies.empty() && p99 > *options.max_p99_ms) {
     char text[96];
     std::snprintf(text, sizeof text, "p99_ms %.2f > %g", p99, *options.max_p99_ms);

@@ -13,6 +13,10 @@
 #                   before a byte of HTTP/2 (gRPC never sees the streams)
 #   multiuser       65 users x 64 connections that sent half a compact frame fill the daemon's
 #                   4096 connections; the probe, from a user with none, still gets in
+#   queue-small     20, then 65 users each ask back to back for costly plans (1024 tasks, eight
+#                   GPUs each, 128-byte tokens, never cached); an 8-task launch of a shape the
+#                   daemon has not planned is answered within the plugin's 1 s, every time
+#   queue-256       the same for a 256-task launch
 # Usage: bounds_test.sh BUILD_BIN_DIR FIXTURES_DIR CASE   (root only; exit 77 otherwise)
 set -uo pipefail
 bin=${1:?usage: bounds_test.sh BUILD_BIN_DIR FIXTURES_DIR CASE}
@@ -94,6 +98,14 @@ case $case_name in
     run h2nonread 5 --attacker-uid 5001 --expect-grpc-refused
     ;;
   multiuser) run multiuser 64 --attacker-uid 5100 --users $((connection_cap / 64 + 1)) ;;
+  queue-small | queue-256)
+    tasks=8
+    [[ $case_name == queue-256 ]] && tasks=256
+    for users in 20 65; do
+      run queuefill 1 --attacker-uid 5200 --users "$users" --probe-uncached --probe-tasks "$tasks" \
+        --probe-timeout-ms 1000 --max-planned-while-waiting 4
+    done
+    ;;
   *)
     echo "FAIL: unknown case '$case_name'"
     exit 2

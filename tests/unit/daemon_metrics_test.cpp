@@ -351,13 +351,13 @@ TEST(PlanCost, TheLaneFollowsTheExpectedAnswerSize) {
   EXPECT_EQ(keyed(1024, 8, 128).lane(), Lane::kLarge);
   EXPECT_EQ(keyed(4096, 0, 1).lane(), Lane::kLarge);
   // Within a factor of two of the answer the planner really gives.
-  for (auto [ntasks, per_task, token] : {std::tuple{8u, 0u, 1u}, {256u, 8u, 1u}, {1024u, 8u, 128u},
-                                         {1024u, 0u, 128u}}) {
+  for (auto [ntasks, per_task, token] :
+       {std::tuple{8u, 0u, 1u}, {256u, 8u, 1u}, {1024u, 8u, 128u}, {1024u, 0u, 128u}}) {
     const KeyedRequest request = keyed(ntasks, per_task, token);
     auto answer = service.answer(request);
     ASSERT_TRUE(answer) << answer.error().message;
-    const double ratio = static_cast<double>(request.expected_answer_bytes()) /
-                         static_cast<double>(answer->size());
+    const double ratio =
+        static_cast<double>(request.expected_answer_bytes()) / static_cast<double>(answer->size());
     EXPECT_GT(ratio, 0.5) << ntasks << " tasks";
     EXPECT_LT(ratio, 2.0) << ntasks << " tasks";
   }

@@ -110,7 +110,8 @@ TEST(PlanWorkers, SmallJobsAreNeverQueuedBehindOtherUsersWork) {
     std::this_thread::sleep_for(1ms);
   EXPECT_EQ(busy.load(), 3) << "every worker but the small launches' is held";
   std::promise<void> served;
-  ASSERT_TRUE(workers.submit(2000, [&] { served.set_value(); }, Lane::kSmall));
+  ASSERT_TRUE(workers.submit(
+      2000, [&] { served.set_value(); }, Lane::kSmall));
   EXPECT_EQ(served.get_future().wait_for(5s), std::future_status::ready);
   EXPECT_EQ(busy.load(), 3) << "the small worker took none of the others' work";
   release.set_value();

@@ -70,8 +70,7 @@ class PlanWorkers {
   void run(bool small_only);
   bool next(bool small_only, uid_t& uid, Waiting& job);  // mutex held
   // Waits for a job (true) or for the pool to have been idle long enough (false).
-  bool wait_for_job(std::unique_lock<std::mutex>& lock, bool small_only, uid_t& uid,
-                    Waiting& job);
+  bool wait_for_job(std::unique_lock<std::mutex>& lock, bool small_only, uid_t& uid, Waiting& job);
   void leave_turns(uid_t uid);  // mutex held
 
   const Limits limits_;
