@@ -126,10 +126,13 @@ Error BinderService::refuse(const Error& why, Metrics::Refusal cause,
       "job " + std::to_string(request.job_id()) + " step " + std::to_string(request.step_id());
   Error error = make_error(reason);
   if (why.node_mismatch) {
-    // The daemon's node view is likely stale: the plugin plans in-process from the live node.
+    // A stale node view, or a request any user can send at will: a launch whose live node plans
+    // it tells the two apart (its node_mismatch fallback report).
     static log::RateLimited said;
-    said.write(log::Level::kWarning, step + " does not fit this daemon's topology (" + reason +
-                                         "); if the node changed, reload gpubindd");
+    said.write(log::Level::kWarning,
+               step + " names what this daemon's topology lacks (" + reason +
+                   "); if launches report node_mismatch fallbacks, the node changed: reload "
+                   "gpubindd");
     error.node_mismatch = true;
   } else {
     log::debug("refused plan for " + step + ": " + reason);

@@ -53,9 +53,20 @@ grep -q '^ListenStream=/run/gpubind/gpubind.sock$' "$units"/gpubindd.socket || {
 [[ $(setting "$service" Service RuntimeDirectory) == gpubind/fallback-reports &&
   $(setting "$service" Service RuntimeDirectoryMode) == 0755 ]] ||
   { echo "FAIL RuntimeDirectory: the fallback spool must be gpubind/fallback-reports, 0755"; failed=1; }
-# The metrics timer runs the metrics service every minute, into node_exporter's textfile folder.
+# The metrics timer runs the metrics service every minute, into a folder root owns all the way up
+# (the service makes it), sandboxed, and a hung run is stopped.
+metrics=$units/gpubind-metrics.service
 grep -q '^OnUnitActiveSec=1min$' "$units"/gpubind-metrics.timer || { echo "FAIL timer period"; failed=1; }
-grep -q 'metrics --textfile /var/lib/prometheus/node-exporter/gpubind.prom$' \
-  "$units"/gpubind-metrics.service || { echo "FAIL metrics textfile"; failed=1; }
+grep -q 'metrics --textfile /var/lib/gpubind-metrics/gpubind.prom$' "$metrics" ||
+  { echo "FAIL metrics textfile"; failed=1; }
+[[ $(setting "$metrics" Service StateDirectory) == gpubind-metrics &&
+  $(setting "$metrics" Service StateDirectoryMode) == 0755 ]] ||
+  { echo "FAIL the metrics folder: StateDirectory=gpubind-metrics, 0755"; failed=1; }
+[[ -n $(setting "$metrics" Service TimeoutStartSec) ]] ||
+  { echo "FAIL the metrics service has no TimeoutStartSec (a oneshot waits forever)"; failed=1; }
+report=$(systemd-analyze security --offline=true --threshold=20 "$tmp"/gpubind-metrics.service 2>&1)
+if [[ $? -ne 0 ]]; then echo "FAIL metrics service security: $(tail -1 <<<"$report")"; failed=1; else
+  echo "ok   metrics service security: $(grep 'Overall exposure' <<<"$report")"
+fi
 [[ $failed -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
 exit $failed
