@@ -10,7 +10,7 @@ exports=$(readelf --dyn-syms -W "$plugin" | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND"
   sed 's/@.*//' | sort -u | tr '\n' ' ')
 # slurm_spank_init_failure_mode only where the Slurm built against reads it (25.05 and later).
 exports=${exports/slurm_spank_init_failure_mode /}
-want="plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_job_epilog slurm_spank_job_prolog slurm_spank_local_user_init slurm_spank_task_init slurm_spank_user_init "
+want="plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_job_epilog slurm_spank_job_prolog slurm_spank_local_user_init slurm_spank_task_init slurm_spank_task_post_fork slurm_spank_user_init "
 if [[ "$exports" == "$want" ]]; then echo "ok   the plugin exports only Slurm's names"; else
   echo "FAIL the plugin exports: $exports"; failed=1; fi
 if readelf --dyn-syms -W "$plugin" | grep -q UNIQUE; then

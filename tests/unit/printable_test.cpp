@@ -70,6 +70,7 @@ std::string logged(const std::string& message) {
 TEST(DaemonLog, AMessageQuotingAClientIsOneLineWhateverItHolds) {
   const std::string forged =
       "x\n<0>gpubindd: FORGED\n2026-11-28T00:00:00 gpubindd error: FORGED\r\x1b[1A";
+  log::set_level(log::Level::kInfo);  // whatever an earlier test left
   const std::string line = logged("refused: GPU bus id '" + forged + "'");
   ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.find('\n'), line.size() - 1) << line;  // one line, ended once

@@ -200,9 +200,11 @@ Result<client::StepPlan> plan_step(const client::StepRequest& request, const Opt
                                    const Site& site) {
   const client::InProcess here{stepd_lib_path(site), o.topology.value_or("")};
   if (!o.topology) {
-    // Run as the user: a fallback report could not go to root's spool (fallback_report.h).
     auto planned = client::plan_step(request, site.args, here, [](const std::string&) {});
     if (!planned) return planned.error();
+    // Left where this process may write: root's or the daemon user's gpubind-run can; a user's
+    // cannot (the spool is not theirs), and the plan's first warning says why it fell back.
+    if (planned->fallback) client::leave_fallback_report(*planned->fallback);
     return std::move(planned->plan);
   }
   auto encoded = protocol::encode_request(request);
