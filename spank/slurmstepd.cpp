@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -284,6 +286,21 @@ void say_kept_inherited(int local_id, const std::vector<client::EnvEntry>& inher
   }
 }
 
+// Under verbose: a variable of the user's own that the plan would set otherwise is kept, and said
+// (OMP_PLACES=threads kept over the omp flag's cores). What an outer binding left is said above.
+void say_kept_users(int local_id, const std::vector<client::EnvEntry>& inherited,
+                    const TaskBinding& task, const client::EnvLookup& env) {
+  for (const TaskEnv& var : task.env) {
+    if (!var.only_if_unset) continue;
+    const auto from_outer = [&](const client::EnvEntry& e) { return e.name == var.name; };
+    if (std::any_of(inherited.begin(), inherited.end(), from_outer)) continue;
+    const std::optional<std::string> own = env(var.name);
+    if (!own || *own == var.value) continue;
+    say_once(local_id,
+             var.name + "=" + *own + " is your own: kept (gpubind would set " + var.value + ")");
+  }
+}
+
 // Says (on the task's stderr) the binding applied, or planned under dry-run.
 void say_binding(const PluginState& s, unsigned global_id, const TaskBinding& task,
                  const std::string& notes) {
@@ -383,6 +400,7 @@ int slurmstepd_task_init(spank_t sp) {
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);
+  if (s.flags.verbose) say_kept_users(local_id, inherited, task, task_env.lookup());
   slurm_debug("%s",
               printable(client::describe_binding(s.host, global_id, task, s.plan.source)).c_str());
   // Slurm's --cpu-bind=verbose printed the mask it set: the task is told what replaced it.

@@ -3,7 +3,8 @@
 # --mem-bind is kept; a value the user exports again inside a bound task is the user's in a step
 # started from it; a GPU visibility variable on a node whose GPUs Slurm does not manage is the
 # user's own, not the step's GPUs, and a site's default=on on_error=fail never fails a step that
-# did not ask; Slurm's --cpu-bind=verbose is followed by what gpubind applied; a warning from
+# did not ask; a user's own OMP_PLACES and OMP_PROC_BIND win over the omp flag; Slurm's
+# --cpu-bind=verbose is followed by what gpubind applied; a warning from
 # reading the step's GPU variables reaches the user.
 # Usage: semantics_test.sh BUILD_DIR
 set -uo pipefail
@@ -46,6 +47,19 @@ run srun -w n1 -n1 -c2 --gpus=1 --gpu-bind-auto bash -c \
 [[ $rc -eq 0 && "$(inner_values)" == "unset " ]] &&
   ok "the outer binding's GPUBIND_* information does not reach an unbound inner step" ||
   bad "GPUBIND_* in an inner step" "$out"
+
+# --- A user's own OpenMP placement wins over the omp flag (and a policy's omp_places), as every
+# other variable of theirs does; verbose says so once. ---
+run env OMP_PLACES=threads OMP_PROC_BIND=spread srun -w n1 -n2 --gpus=2 --gpu-bind-auto=verbose,omp \
+  "$check" --json
+[[ $rc -eq 0 && $(grep -c '"OMP_PLACES":"threads"' <<<"$out") -eq 2 &&
+  $(grep -c '"OMP_PROC_BIND":"spread"' <<<"$out") -eq 2 &&
+  $(lines_with "OMP_PLACES=threads is your own: kept (gpubind would set cores)") -eq 1 ]] &&
+  ok "OMP_PLACES=threads OMP_PROC_BIND=spread with omp: the user's kept, said once" ||
+  bad "user's OpenMP placement" "$out"
+run srun -w n1 -n1 --gpus=1 --gpu-bind-auto=omp "$check" --json
+[[ $rc -eq 0 && "$out" == *'"OMP_PLACES":"cores"'* && "$out" == *'"OMP_PROC_BIND":"close"'* ]] &&
+  ok "without the user's own: omp sets cores and close" || bad "omp without the user's" "$out"
 
 # --- A visibility variable where Slurm manages no GPU is the user's own. ---
 run env CUDA_VISIBLE_DEVICES=3 srun -w n2 -n1 --gpu-bind-auto=verbose "$check" --json

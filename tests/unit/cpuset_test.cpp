@@ -150,3 +150,27 @@ TEST(CpuSet, CountsEveryBitOfEveryWord) {
 
 }  // namespace
 }  // namespace gpubind
+
+#include "gpubind/affinity.h"
+
+namespace gpubind {
+namespace {
+
+// The calling thread's CPUs read, set and read again unchanged, through masks sized to fit
+// (past 1024 CPUs a fixed cpu_set_t would fail); a mask holds CPUs past 1024.
+TEST(Affinity, RoundTripsThroughMasksOfAnySize) {
+  const CpuSet before = current_affinity();
+  ASSERT_FALSE(before.empty());
+  ASSERT_TRUE(set_affinity(before));
+  EXPECT_EQ(current_affinity(), before);
+  AffinityMask big(1152);
+  ASSERT_TRUE(big.valid());
+  big.set(1151);
+  EXPECT_TRUE(big.test(1151));
+  EXPECT_FALSE(big.test(1150));
+  EXPECT_GE(big.bytes() * 8, 1152u);
+  EXPECT_FALSE(set_affinity(CpuSet()));
+}
+
+}  // namespace
+}  // namespace gpubind

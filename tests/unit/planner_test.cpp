@@ -1031,6 +1031,31 @@ TEST(PlannerEnv, GpuEnvIsAlwaysASubListOfTheStepTokens) {
 namespace gpubind {
 namespace {
 
+// A node past the 1024 CPUs a fixed cpu_set_t holds (1152 hardware threads): planned, every CPU
+// in some task, and each task's CPUs written and read back as a list and a mask unchanged.
+TEST(PlannerScale, ANodeOfMoreThan1024Cpus) {
+  bench::SyntheticShape shape;
+  shape.cores_per_l3 = 18;
+  const Topology t = bench::synthetic_topology(shape);
+  ASSERT_EQ(t.all_pus().count(), 1152);
+  for (int n : {8, 64, 576}) {
+    auto plan = make_plan(t, SitePolicy(), tasks(n));
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_TRUE(testing::plan_invariants(t, SitePolicy(), tasks(n), *plan)) << n;
+    CpuSet covered;
+    for (const TaskPlan& task : plan->tasks) {
+      covered |= task.cpus;
+      auto from_list = CpuSet::parse_list(task.cpus.to_list());
+      auto from_mask = CpuSet::parse_mask(task.cpus.to_mask());
+      ASSERT_TRUE(from_list && from_mask);
+      EXPECT_EQ(*from_list, task.cpus);
+      EXPECT_EQ(*from_mask, task.cpus);
+    }
+    EXPECT_EQ(covered, t.all_pus()) << n << " tasks";
+    EXPECT_TRUE(covered.test(1151));
+  }
+}
+
 TEST(PlannerScale, ThousandPuNodeWithManyTasks) {
   const Topology t = bench::synthetic_topology({});
   ASSERT_EQ(t.all_pus().count(), 1024);

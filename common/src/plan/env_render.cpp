@@ -649,8 +649,9 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     if (nics) nic_env.append(nic_kind, v, env);
     omp_env.append("", v, env);
     if (omp_places) {
-      env.add("OMP_PLACES", "cores");
-      env.add("OMP_PROC_BIND", "close");
+      // A user's own placement wins, as every other variable of theirs does.
+      env.add("OMP_PLACES", "cores", /*only_if_unset=*/true);
+      env.add("OMP_PROC_BIND", "close", /*only_if_unset=*/true);
     }
     // Information for users and tools, and the marker that binding was done.
     env.add("GPUBIND_BOUND", "1");
