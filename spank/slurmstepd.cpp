@@ -17,6 +17,7 @@
 #include "gpubind/client/launch.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/request.h"
+#include "gpubind/client/step_cpus.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/parse.h"
 #include "gpubind/slurm_words.h"
@@ -181,10 +182,13 @@ Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
   shape.job_id = job_id;
   shape.step_id = step_id;
   shape.ntasks = static_cast<int>(ntasks);
-  shape.cpus = current_affinity();
   char* cores = nullptr;
   if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores)
     shape.allowed_cores = cores;
+  // The CPUs the kernel lets the step use, which Slurm's cores narrow to the step's: never
+  // slurmstepd's own affinity, which core specialisation confines elsewhere (step_cpus.h).
+  const auto allowed = client::cgroup_cpus();
+  shape.cpus = allowed ? *allowed : shape.allowed_cores.empty() ? current_affinity() : CpuSet();
   client::BuiltRequest built = client::slurm_step_request(shape, env_of(sp), flags, state().site);
   const std::string not_carried = client::add_facts(facts, built.request);
   if (!not_carried.empty()) log_verbose(not_carried);

@@ -441,6 +441,16 @@ TEST(PlannerErrors, BadRequestsAreRefusedWithAReason) {
   r.allowed_cpus = CpuSet::of({0, 8, 64});
   expect_error(r, "no usable CPUs");
   expect_error(r, "(reserved: 0,8,64)");  // only the step's reserved CPUs, not the node's 16
+  // CPUs and cores that never meet (slurmstepd's affinity on a specialised core, or Slurm's
+  // cores numbered otherwise): said as such, never as an empty reserved list.
+  r = tasks(1);
+  r.allowed_cpus = CpuSet::of({1, 2});
+  r.allowed_cores = CpuSet::of({20});
+  expect_error(r, "share no CPU");
+  auto disjoint = make_plan(t, lumi_policy(), r);
+  ASSERT_FALSE(disjoint);
+  EXPECT_EQ(disjoint.error().message.find("reserved"), std::string::npos)
+      << disjoint.error().message;
   r = tasks(1);
   r.cpus_per_task = -1;
   expect_error(r, "cpus-per-task must not be negative");

@@ -56,9 +56,20 @@ Status Planner::find_usable_cores() {
     std::string step = "CPUs " + (allowed & all).to_list();
     if (request_.allowed_cores) step += " on cores " + request_.allowed_cores->to_list();
     // Only the reserved CPUs the step holds: the node's whole reserved list says nothing here.
+    CpuSet on_cores;  // the step's CPUs on its cores
+    for (const Core& core : topo_.cores) {
+      if (request_.allowed_cores && !request_.allowed_cores->test(core.index)) continue;
+      for (int pu : core.pus)
+        if (allowed.test(pu)) on_cores.set(pu);
+    }
+    const CpuSet held = on_cores & reserved;
+    if (on_cores.empty()) {
+      return make_error("no usable CPUs: the step's " + step +
+                        " share no CPU (Slurm's cores, as this node's topology numbers them, "
+                        "hold none of those CPUs: compare `slurmd -C` with `gpubindctl topology`)");
+    }
     return make_error("no usable CPUs: the step's " + step +
-                      " are all reserved by the site policy (reserved: " +
-                      (allowed & all & reserved).to_list() + ")");
+                      " are all reserved by the site policy (reserved: " + held.to_list() + ")");
   }
   if (explain_) explain_reserved(allowed & all, smt);
   split_cores_into_threads();
