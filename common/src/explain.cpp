@@ -16,6 +16,8 @@ const char* nearness_name(Nearness nearness) {
       return "machine";
     case Nearness::kNoAnchor:
       return "none";
+    case Nearness::kUnknown:
+      return "unknown";
   }
   return "machine";
 }

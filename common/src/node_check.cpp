@@ -124,7 +124,24 @@ std::vector<NodeFault> check_node(const Topology& topology, const SitePolicy& po
   }
   const CpuSet node_cpus = topology.all_pus();
   const bool several_domains = topology.numa_count > 1 || topology.package_count > 1;
+  // Devices whose locality the node does not report: binding cannot place tasks near them.
+  std::vector<std::string> unlocated;
+  for (const Gpu& gpu : topology.gpus)
+    if (!locality_known(gpu.locality)) unlocated.push_back(describe_gpu(gpu));
+  for (const Nic& nic : topology.nics)
+    if (!locality_known(nic.locality)) unlocated.push_back("NIC " + nic.name);
+  if (!unlocated.empty() && !expect.io_locality_unknown) {
+    std::string which;
+    for (size_t i = 0; i < unlocated.size() && i < 3; ++i)
+      which += (i ? ", " : "") + unlocated[i];
+    if (unlocated.size() > 3) which += " and " + std::to_string(unlocated.size() - 3) + " more";
+    fault("io-locality-unknown",
+          "the node reports no CPU locality for " + which +
+              " (firmware without PCI proximity, or a VM): tasks are not placed near them; where "
+              "that is expected, say io_locality_unknown: true in the policy's expect block");
+  }
   for (const Gpu& gpu : topology.gpus) {
+    if (!locality_known(gpu.locality)) continue;
     if ((gpu.locality.cpus & node_cpus).empty()) {
       // The planner would have no core near it: every task of it would be bound elsewhere.
       fault("gpu-no-cpus", describe_gpu(gpu) + ": its locality (" +

@@ -117,6 +117,7 @@ Result<Plan> Planner::run() {
   hand_out_unplaced_gpus();
   if (order_ == Order::kGpu || fixed_cpus_) warn_tasks_far_from_gpus();
   assign_nics();
+  warn_unknown_locality();
   warn_shared_gpus();
   list_gpu_places();
   plan_.facts_kept = has_facts(request_);

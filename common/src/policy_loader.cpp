@@ -156,6 +156,7 @@ Result<ExpectedNode> convert_expect(const Locator& loc, const gpubind::Policy& p
                     std::to_string(kMaxDevices) + ")");
   }
   out.gpu_count = static_cast<int>(e.gpu_count());
+  out.io_locality_unknown = e.io_locality_unknown();
   out.nic_count = static_cast<int>(e.nic_count());
   if (!e.gpu_model().empty()) {
     if (auto ok = check_glob(e.gpu_model()); !ok) return fail("gpu_model", -1, ok.error().message);

@@ -37,6 +37,8 @@ const char* locality_kind_name(LocalityKind kind) {
       return "NUMA";
     case LocalityKind::kPackage:
       return "package";
+    case LocalityKind::kUnknown:
+      return "unknown";
     case LocalityKind::kMachine:
       break;
   }
@@ -52,13 +54,15 @@ int locality_index(const Locality& loc) {
     case LocalityKind::kPackage:
       return loc.package_index;
     case LocalityKind::kMachine:
+    case LocalityKind::kUnknown:
       break;
   }
   return 0;
 }
 
 std::string describe_locality(const Locality& loc) {
-  if (loc.kind == LocalityKind::kMachine) return "machine";
+  if (loc.kind == LocalityKind::kMachine || loc.kind == LocalityKind::kUnknown)
+    return locality_kind_name(loc.kind);
   return std::string(locality_kind_name(loc.kind)) + " " + std::to_string(locality_index(loc));
 }
 

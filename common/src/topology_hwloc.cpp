@@ -242,7 +242,24 @@ class Loader {
     loc.numa_index = numa_containing(smallest->cpuset);
     loc.package_index = package_containing(smallest->cpuset);
     loc.pci_path = pci_path_of(io);
+    if (locality_unknown(cpus)) {
+      // Every CPU of a machine with several domains: no locality was reported (firmware without
+      // PCI proximity, a hypervisor's flat PCI tree), whatever object hwloc hung it from.
+      loc.kind = LocalityKind::kUnknown;
+      loc.cpus = to_cpuset(hwloc_get_root_obj(topo_)->cpuset);
+      loc.l3_index = loc.numa_index = loc.package_index = -1;
+      loc.basis = "its " + basis + " are every CPU of the node: no I/O locality reported";
+    }
     return loc;
+  }
+
+  // Whether a device local to `cpus` has no locality known: all the machine's CPUs where it has
+  // more than one L3 or NUMA node to choose between.
+  bool locality_unknown(hwloc_const_bitmap_t cpus) const {
+    hwloc_const_bitmap_t all = hwloc_get_root_obj(topo_)->cpuset;
+    const int domains = std::max(hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_L3CACHE),
+                                 hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE));
+    return domains > 1 && hwloc_bitmap_isincluded(all, cpus);
   }
 
   // The CPUs an I/O device is local to: its non-I/O ancestor's. Where that ancestor has none (a

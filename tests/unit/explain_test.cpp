@@ -105,6 +105,22 @@ TEST(Explain, LumiGNamesTheReservedCoresTheGpusL3AndTheNic) {
   EXPECT_FALSE(contains(text, "local task 3:")) << "--rank 2 shows task 2 only";
 }
 
+// Where the node reports no locality for its devices, explain claims no nearness: no GPUs that
+// "sit together", no NIC "nearest" or "equally near", no package for them; the unmet rule says why.
+TEST(Explain, ClaimsNoNearnessTheNodeDoesNotReport) {
+  const Explained e = explain("lumi-g-noloc.xml", std::nullopt, tasks(2));
+  for (const TaskExplanation& why : e.why.tasks)
+    for (const NicChoice& nic : why.nics)
+      EXPECT_EQ(nic.nearness, Nearness::kUnknown);
+  const std::string text = explain_to_text(e.topology, e.plan, e.why, std::nullopt);
+  EXPECT_FALSE(contains(text, "sit together")) << text;
+  EXPECT_FALSE(contains(text, "nearest to its GPU")) << text;
+  EXPECT_FALSE(contains(text, "equally near")) << text;
+  EXPECT_FALSE(contains(text, "same package")) << text;
+  EXPECT_TRUE(contains(text, "nearness unknown (the node reports no locality for it)")) << text;
+  EXPECT_TRUE(contains(text, "not met  the node reports no CPU locality")) << text;
+}
+
 TEST(Explain, SaysWhichRulesCouldNotBeMet) {
   // The step's CPUs on two CCDs only: most tasks get no core near their GPU.
   PlanRequest far = tasks(8);

@@ -69,6 +69,21 @@ TEST(NodeCheck, AnotherModelIsAFaultPerGpuAnUnknownOneAWarning) {
   EXPECT_TRUE(has_faults(faults));
 }
 
+// A node that reports no I/O locality (one package or two): a fault naming the devices, unless
+// the policy says it is expected (a VM); never for a node whose devices have their domains.
+TEST(NodeCheck, UnknownIoLocalityIsAFaultUnlessExpected) {
+  for (const char* name : {"lumi-g-noloc", "dgx-h100-noloc"}) {
+    const auto faults = check_node(fixture(name), SitePolicy{}, LiveFacts{});
+    ASSERT_EQ(codes(faults), std::vector<std::string>{"io-locality-unknown"}) << name;
+    EXPECT_EQ(faults[0].severity, NodeFault::Severity::kFault);
+    EXPECT_NE(faults[0].message.find("GPU 0 ("), std::string::npos) << faults[0].message;
+    SitePolicy vm;
+    vm.expect.io_locality_unknown = true;
+    EXPECT_FALSE(has_faults(check_node(fixture(name), vm, LiveFacts{}))) << name;
+  }
+  EXPECT_FALSE(has_faults(check_node(fixture("lumi-g"), SitePolicy{}, LiveFacts{})));
+}
+
 TEST(NodeCheck, AMissingNicIsCountedAndNamed) {
   Topology node = fixture("lumi-g");
   node.nics.erase(node.nics.begin() + 2);  // hsn2

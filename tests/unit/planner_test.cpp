@@ -1238,3 +1238,30 @@ TEST(PlannerWarnings, CountsAgreeWithTheirNouns) {
 
 }  // namespace
 }  // namespace gpubind
+
+namespace gpubind {
+namespace {
+
+// A node that reports no I/O locality: the plan says so once, naming the devices, and never
+// claims a package or domain for them; a node with locality says nothing of the kind.
+TEST(PlannerLocality, UnknownLocalityIsSaidOncePerStep) {
+  auto warnings_with = [](const Plan& plan, const std::string& text) {
+    return std::count_if(plan.warnings.begin(), plan.warnings.end(),
+                         [&](const std::string& w) { return w.find(text) != std::string::npos; });
+  };
+  for (const char* name : {"lumi-g-noloc", "dgx-h100-noloc"}) {
+    const Topology& t = fixture(name);
+    PlanRequest request;
+    request.ntasks = 8;
+    const Plan plan = plan_or_fail(t, SitePolicy(), request);
+    EXPECT_EQ(warnings_with(plan, "reports no CPU locality for GPU "), 1) << name;
+    EXPECT_TRUE(testing::plan_invariants(t, SitePolicy(), request, plan)) << name;
+  }
+  PlanRequest request;
+  request.ntasks = 8;
+  const Plan located = plan_or_fail(fixture("lumi-g"), lumi_policy(), request);
+  EXPECT_EQ(warnings_with(located, "no CPU locality"), 0);
+}
+
+}  // namespace
+}  // namespace gpubind

@@ -49,6 +49,32 @@ TEST(TopologyHwloc, LumiGGpusInPciOrderWithTheirCcd) {
   EXPECT_EQ(t.gpus[0].locality.cpus.to_list(), "48-55,112-119");
 }
 
+// Devices local to every CPU of a node with several L3s or NUMA nodes have no locality known,
+// whatever object hwloc hung them from (the machine on one package as on two); every fixture
+// whose devices sit in their domains keeps them known.
+TEST(TopologyHwloc, DevicesLocalToTheWholeNodeHaveUnknownLocality) {
+  for (const char* name : {"lumi-g-noloc", "dgx-h100-noloc"}) {
+    const Topology& t = fixture(name);
+    ASSERT_FALSE(t.gpus.empty());
+    for (const Gpu& gpu : t.gpus) {
+      EXPECT_EQ(gpu.locality.kind, LocalityKind::kUnknown) << name << " GPU " << gpu.index;
+      EXPECT_EQ(gpu.locality.cpus, t.all_pus());
+      EXPECT_EQ(gpu.locality.package_index, -1) << "no package claimed";
+      EXPECT_NE(gpu.locality.basis.find("no I/O locality reported"), std::string::npos);
+    }
+    for (const Nic& nic : t.nics)
+      EXPECT_EQ(nic.locality.kind, LocalityKind::kUnknown) << name << " " << nic.name;
+  }
+  for (const char* name : {"lumi-g", "dgx-h100", "aurora-pvc", "a100-pcionly", "cpuless-numa",
+                           "mi300a-tpx", "workstation-mixed"}) {
+    const Topology& t = fixture(name);
+    for (const Gpu& gpu : t.gpus)
+      EXPECT_TRUE(locality_known(gpu.locality)) << name << " GPU " << gpu.index;
+    for (const Nic& nic : t.nics)
+      EXPECT_TRUE(locality_known(nic.locality)) << name << " " << nic.name;
+  }
+}
+
 TEST(TopologyHwloc, LumiGSlingshotNicsAndNoManagementNic) {
   const Topology& t = fixture("lumi-g");
   ASSERT_EQ(t.nics.size(), 4u) << "nmn0 must not match the default patterns";

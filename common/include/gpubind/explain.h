@@ -13,7 +13,7 @@ namespace gpubind {
 
 // How near two places are: the smallest thing they share, as the planner's distance ranks them.
 // kNoAnchor: the task has nothing to be near (no GPU, no core yet), so no nearness applies.
-enum class Nearness { kPciSwitch, kL3, kNuma, kPackage, kMachine, kNoAnchor };
+enum class Nearness { kPciSwitch, kL3, kNuma, kPackage, kMachine, kNoAnchor, kUnknown };
 // "pci-switch", "l3", "numa", "package", "machine", "none"
 const char* nearness_name(Nearness nearness);
 

@@ -30,6 +30,7 @@ struct ExpectedNode {
   std::vector<std::string> nics;  // globs, each naming a NIC that must be there
   Pairing gpu_nic_pairing = Pairing::kUnchecked;
   NumaBalancing numa_balancing = NumaBalancing::kUnchecked;
+  bool io_locality_unknown = false;  // devices without locality are expected here (a VM)
 };
 
 struct SitePolicy {

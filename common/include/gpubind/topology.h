@@ -19,9 +19,12 @@ enum class NicKind { kSlingshot, kInfiniband, kEthernet, kEfa };
 const char* nic_kind_name(NicKind kind);  // "slingshot", "infiniband", "ethernet", "efa"
 
 // The smallest CPU-side domain that contains a device: its L3 on most AMD nodes, its NUMA node on
-// Intel nodes with sub-NUMA clustering (one L3 spans several NUMA nodes).
-enum class LocalityKind { kL3, kNuma, kPackage, kMachine };
-const char* locality_kind_name(LocalityKind kind);  // "L3", "NUMA", "package", "machine"
+// Intel nodes with sub-NUMA clustering (one L3 spans several NUMA nodes). kUnknown: the device is
+// local to every CPU of a machine of several L3s or NUMA nodes, which says the firmware (or a
+// hypervisor) reported no locality for it, not that it is near everything.
+enum class LocalityKind { kL3, kNuma, kPackage, kMachine, kUnknown };
+// "L3", "NUMA", "package", "machine", "unknown"
+const char* locality_kind_name(LocalityKind kind);
 
 struct Locality {
   LocalityKind kind = LocalityKind::kMachine;
@@ -39,8 +42,11 @@ struct Locality {
 
 // The index of the locality's own domain (its L3, NUMA node or package); 0 for the machine.
 int locality_index(const Locality& locality);
-// "L3 6", "NUMA 1", "package 0", "machine".
+// "L3 6", "NUMA 1", "package 0", "machine", "unknown".
 std::string describe_locality(const Locality& locality);
+inline bool locality_known(const Locality& locality) {
+  return locality.kind != LocalityKind::kUnknown;
+}
 
 struct Core {
   int index = 0;         // logical index, in topology order

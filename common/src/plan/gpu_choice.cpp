@@ -356,6 +356,37 @@ void Planner::warn_tasks_far_from_gpus() {
        which + "): the step's CPUs there are too few or none");
 }
 
+// Once per step: the step's GPUs and the tasks' NICs whose locality the node does not report
+// (topology.h, LocalityKind::kUnknown). Cores placed "near" them would be a guess.
+void Planner::warn_unknown_locality() {
+  std::vector<std::string> devices;
+  size_t unknown = 0;
+  auto note = [&](const Locality& locality, const std::string& name) {
+    if (locality_known(locality)) return;
+    if (++unknown <= 3) devices.push_back(name);
+  };
+  for (const StepGpu& gpu : step_gpus_) {
+    if (gpu.node_index < 0) continue;
+    const Gpu& node_gpu = topo_.gpus[gpu.node_index];
+    note(node_gpu.locality, "GPU " + (node_gpu.pci_bus_id.empty() ? std::to_string(gpu.node_index)
+                                                                  : node_gpu.pci_bus_id));
+  }
+  std::vector<int> nics;
+  for (const TaskPlan& task : plan_.tasks)
+    for (int n : task.nic_indices)
+      if (std::find(nics.begin(), nics.end(), n) == nics.end()) nics.push_back(n);
+  for (int n : nics)
+    note(topo_.nics[n].locality, "NIC " + topo_.nics[n].name);
+  if (unknown == 0) return;
+  std::string which;
+  for (const std::string& device : devices)
+    which += (which.empty() ? "" : ", ") + device;
+  if (unknown > devices.size())
+    which += " and " + std::to_string(unknown - devices.size()) + " more";
+  warn("the node reports no CPU locality for " + which +
+       " (every CPU is local to them): the tasks' cores are not chosen by nearness to them");
+}
+
 // Once per step: tasks that share a whole GPU (not tiles of it). NCCL before 2.30 and RCCL stop
 // with "Duplicate GPU detected" when two ranks of one communicator hold the same GPU; NCCL 2.30
 // and later allow it only with NCCL_MULTI_RANK_GPU_ENABLE=1. Which communicators a step builds

@@ -61,15 +61,18 @@ inline Scratch<int> even_split(int total, int parts) {
 struct Place {
   const std::vector<int>* pci_path = nullptr;  // devices only
   int l3 = -1, numa = -1, package = -1;
+  bool unknown = false;  // a device whose locality the node does not report
 };
 
 // Whether the place says where anything is (a task without GPUs or cores has no place yet).
 inline bool is_placed(const Place& place) {
-  return place.pci_path || place.l3 >= 0 || place.numa >= 0 || place.package >= 0;
+  return place.pci_path || place.l3 >= 0 || place.numa >= 0 || place.package >= 0 ||
+         place.unknown;
 }
 
 inline Place place_of(const Locality& locality) {
-  return {&locality.pci_path, locality.l3_index, locality.numa_index, locality.package_index};
+  return {&locality.pci_path, locality.l3_index, locality.numa_index, locality.package_index,
+          !locality_known(locality)};
 }
 
 inline Place place_of(const UsableCore& core) {
@@ -129,7 +132,7 @@ struct DomainSizes {
     const int l3_size = size(l3, a.l3, b.l3), numa_size = size(numa, a.numa, b.numa);
     const int package_size = size(package, a.package, b.package);
     const int smallest = std::min({l3_size, numa_size, package_size});
-    if (smallest == kFar) return Nearness::kMachine;
+    if (smallest == kFar) return a.unknown || b.unknown ? Nearness::kUnknown : Nearness::kMachine;
     if (smallest == l3_size) return Nearness::kL3;
     return smallest == numa_size ? Nearness::kNuma : Nearness::kPackage;
   }
@@ -196,6 +199,7 @@ class Planner {
   void explain_gpu_by_cores(int task, int g, int share);
   void warn_shared_gpus();
   void warn_tasks_far_from_gpus();
+  void warn_unknown_locality();
 
   // core_assignment.cpp
   void assign_cores();

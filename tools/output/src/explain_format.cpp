@@ -31,6 +31,8 @@ std::string nearness_words(Nearness nearness) {
       return "on another package";
     case Nearness::kNoAnchor:
       return "with nothing to be near";
+    case Nearness::kUnknown:
+      return "nearness unknown (the node reports no locality for it)";
   }
   return "";
 }
@@ -113,14 +115,19 @@ std::string taken_words(Nearness nearness, const std::string& anchor) {
          (nearness == Nearness::kMachine ? " (nothing nearer was free)" : "") + " as " + anchor;
 }
 
-std::string gpu_text(const PlanExplanation& e, const PolicyLines& lines, const TaskGpu& gpu,
-                     const GpuChoice& choice) {
+std::string gpu_text(const Topology& topology, const PlanExplanation& e, const PolicyLines& lines,
+                     const TaskGpu& gpu, const GpuChoice& choice) {
   std::string text;
+  const bool located = gpu.node_index < 0 ||
+                       locality_known(topology.gpus[static_cast<size_t>(gpu.node_index)].locality);
   switch (choice.reason) {
     case GpuReason::kRankOrder:
       text = order_words(e, lines) + ": consecutive tasks take the step's GPUs in turn";
-      if (choice.chunk > 1)
-        text += ", " + std::to_string(choice.chunk) + " GPUs that sit together per task";
+      if (choice.chunk > 1) {
+        text += ", " + std::to_string(choice.chunk) +
+                (located ? " GPUs that sit together per task"
+                         : " GPUs per task (the node reports no locality to group them by)");
+      }
       break;
     case GpuReason::kCoreShare:
       text =
@@ -186,11 +193,14 @@ std::string core_text(const Topology& topology, const CoreGrant& grant) {
 std::string nic_text(const Topology& topology, const TaskPlan& task, const NicChoice& choice) {
   std::string text;
   if (const TaskGpu* gpu = task_gpu(task, choice.gpu_step_index)) {
-    text = "nearest to its GPU " + gpu_name(*gpu) + ": " + nearness_words(choice.nearness);
+    text = choice.nearness == Nearness::kUnknown
+               ? "for its GPU " + gpu_name(*gpu) + ": " + nearness_words(choice.nearness)
+               : "nearest to its GPU " + gpu_name(*gpu) + ": " + nearness_words(choice.nearness);
     if (choice.nearness == Nearness::kMachine) text += ", no NIC lies nearer";
     if (choice.equally_near > 1) {
       text += " (" + std::to_string(choice.equally_near) +
-              " NICs equally near; the node's GPUs take them in turn)";
+              (choice.nearness == Nearness::kUnknown ? " NICs alike" : " NICs equally near") +
+              "; the node's GPUs take them in turn)";
     }
   } else {
     text = "the task has no GPU: the least used NIC nearest its cores, " +
@@ -231,7 +241,7 @@ std::vector<Line> task_lines(const Topology& topology, const Plan& plan, const P
   std::vector<Line> lines;
   for (const GpuChoice& choice : why.gpus) {
     if (const TaskGpu* gpu = task_gpu(task, choice.step_index))
-      lines.push_back({"GPU", gpu_name(*gpu), gpu_text(e, policy_lines, *gpu, choice)});
+      lines.push_back({"GPU", gpu_name(*gpu), gpu_text(topology, e, policy_lines, *gpu, choice)});
   }
   for (const CoreGrant& grant : why.cores)
     lines.push_back({"cores", grant.cpus.to_list(), core_text(topology, grant)});
@@ -371,7 +381,7 @@ std::string explain_to_json(const Topology& topology, const Plan& plan,
                           {"share_permille", choice.share_permille},
                           {"nearness", nearness_name(choice.nearness)},
                           {"sharers", choice.sharers},
-                          {"text", gpu_text(e, policy_lines, *gpu, choice)}});
+                          {"text", gpu_text(topology, e, policy_lines, *gpu, choice)}});
     }
     for (const CoreGrant& grant : why.cores) {
       Json entry{{"cpus", grant.cpus.to_list()},

@@ -165,7 +165,11 @@ std::string topology_to_text(const Topology& topology) {
     out << "GPU " << gpu.index << ": " << (gpu.found_by.empty() ? "-" : gpu.found_by);
     if (!gpu.uuid.empty()) out << "; " << gpu.uuid;
     if (gpu.mig_instances > 0) out << "; " << plural(gpu.mig_instances, "MIG instance");
-    if (!gpu.locality.basis.empty()) out << "; locality from " << gpu.locality.basis;
+    if (!locality_known(gpu.locality)) {
+      out << "; locality unknown (" << gpu.locality.basis << ")";
+    } else if (!gpu.locality.basis.empty()) {
+      out << "; locality from " << gpu.locality.basis;
+    }
     out << "\n";
   }
   if (!topology.gpus.empty()) out << "\n";
@@ -181,8 +185,11 @@ std::string topology_to_text(const Topology& topology) {
   out << (topology.nics.empty() ? "No high-speed NICs matched the patterns.\n"
                                 : format_table(nics));
   for (const Nic& nic : topology.nics) {
-    if (!nic.locality.basis.empty() && nic.locality.basis != "PCI local CPUs")
+    if (!locality_known(nic.locality)) {
+      out << "NIC " << nic.index << ": locality unknown (" << nic.locality.basis << ")\n";
+    } else if (!nic.locality.basis.empty() && nic.locality.basis != "PCI local CPUs") {
       out << "NIC " << nic.index << ": locality from " << nic.locality.basis << "\n";
+    }
   }
   for (const std::string& warning : topology.warnings)
     out << "warning: " << warning << "\n";

@@ -176,6 +176,7 @@ void attach(Box& machine, const Locality& locality, Device device) {
       target = find_box(machine, Box::Kind::kPackage, locality.package_index);
       break;
     case LocalityKind::kMachine:
+    case LocalityKind::kUnknown:
       break;
   }
   (target ? *target : machine).devices.push_back(device);
