@@ -327,12 +327,15 @@ class Loader {
     return path;
   }
 
-  // A GPU found by PCI class alone: a display or 3D controller of a GPU vendor, or an AMD Instinct
-  // (MI300 calls itself a processing accelerator). Not Intel's integrated graphics (bus 0), not
-  // FPGAs or other accelerators (Intel Stratix: 8086 class 0x1200), not BMC VGA chips.
+  // A GPU found by PCI class alone (no compute runtime's OS device below it), one rule in dumps
+  // and live: a 3D or other display controller of a GPU vendor (0302, 0380), an AMD Instinct
+  // (MI300 calls itself a processing accelerator, 1200), or a VGA-compatible one (0300) on a
+  // PCIe link. Not Intel's integrated graphics (bus 0), not FPGAs or other accelerators (Intel
+  // Stratix: 8086 class 1200), not a BMC's video (ASPEED, Matrox: no GPU vendor), and not a
+  // server board's onboard video on conventional PCI (ATI ES1000, 1002:515e: no link speed).
   static bool is_gpu_pci_class(hwloc_obj_t pci) {
     const unsigned cls = pci->attr->pcidev.class_id;
-    const bool display = (cls >> 8) == 0x03;
+    const bool display = (cls >> 8) == 0x03 && (cls != 0x0300 || on_pcie(pci));
     switch (pci->attr->pcidev.vendor_id) {
       case 0x10de:  // NVIDIA
         return display;
@@ -343,6 +346,17 @@ class Loader {
       default:
         return false;
     }
+  }
+
+  static bool on_pcie(hwloc_obj_t pci) { return pci->attr->pcidev.linkspeed > 0; }
+
+  // A GPU vendor's VGA device left out by is_gpu_pci_class for want of a PCIe link: said in the
+  // topology's warnings, so nobody looks for the GPU it is not.
+  static bool is_onboard_video(hwloc_obj_t pci) {
+    const unsigned vendor = pci->attr->pcidev.vendor_id;
+    return pci->attr->pcidev.class_id == 0x0300 && !on_pcie(pci) &&
+           (vendor == 0x10de || vendor == 0x1002 ||
+            (vendor == 0x8086 && pci->attr->pcidev.bus != 0));
   }
 
   static Vendor vendor_of(unsigned vendor_id) {
@@ -481,6 +495,11 @@ class Loader {
       return units_of_pci_device(parent, pci_vendor,
                                  {parent, named->name, pci_vendor, 0, model_of(named), "",
                                   std::string("hwloc OS device ") + named->name + " (OpenCL)"});
+    }
+    if (is_pci && osdevs.empty() && is_onboard_video(parent)) {
+      warnings_.push_back("PCI " + pci_bus_id(parent) + " (" + pci_identity(parent) +
+                          ") is a VGA display device on conventional PCI with no compute runtime: "
+                          "onboard video, not counted as a GPU");
     }
     if (is_pci && is_gpu_pci_class(parent)) {
       return units_of_pci_device(

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 
 #include "../support/fixtures.h"
@@ -73,6 +75,25 @@ TEST(TopologyHwloc, DevicesLocalToTheWholeNodeHaveUnknownLocality) {
     for (const Nic& nic : t.nics)
       EXPECT_TRUE(locality_known(nic.locality)) << name << " " << nic.name;
   }
+}
+
+// One rule for what is a GPU: the Teslas found by PCI class alone count; the board's onboard ATI
+// ES1000 (a GPU vendor's VGA device on conventional PCI, no runtime) does not, and is said.
+TEST(TopologyHwloc, OnboardVideoIsNoGpu) {
+  const Topology& t = fixture("tesla-es1000");
+  ASSERT_EQ(t.gpus.size(), 3u);
+  for (const Gpu& gpu : t.gpus) {
+    EXPECT_EQ(gpu.vendor, Vendor::kNvidia);
+    EXPECT_NE(gpu.pci_bus_id, "0000:0b:01.0");
+  }
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("0000:0b:01.0"), std::string::npos) << t.warnings[0];
+  EXPECT_NE(t.warnings[0].find("onboard video, not counted as a GPU"), std::string::npos);
+  // A VGA-class GPU on PCIe is still a GPU (the workstation's GTX 1070 and Vega FE).
+  const Topology& workstation = fixture("workstation-mixed");
+  EXPECT_EQ(std::count_if(workstation.gpus.begin(), workstation.gpus.end(),
+                          [](const Gpu& g) { return g.pci_bus_id == "0000:01:00.0"; }),
+            1);
 }
 
 TEST(TopologyHwloc, LumiGSlingshotNicsAndNoManagementNic) {
