@@ -199,8 +199,10 @@ Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
 // see goes to slurmd's log. A fallback's report waits for task_post_fork, where slurmstepd is
 // root again and may write to the daemon's spool.
 Result<StepPlan> plan_step_here(const StepRequest& request) {
+  // At info, not error: slurmstepd also sends error lines to the job's stderr, where the plan's
+  // own warning already says it (once, from local task 0).
   auto planned = client::plan_step(request, state().site, {stepd_lib_path(), ""},
-                                   [](const std::string& message) { log_error(message); });
+                                   [](const std::string& message) { log_info(message); });
   if (!planned) return planned.error();
   state().fallback_report = std::move(planned->fallback);
   return std::move(planned->plan);
