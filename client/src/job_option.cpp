@@ -45,9 +45,11 @@ Status write_all(int fd, const std::string& text) {
 
 std::optional<JobOption> job_option_to_record(const std::optional<std::string>& component_mark,
                                               const std::optional<std::string>& option) {
+  // A component submitted without the option says so even where it has none: salloc's shell
+  // holds the last component's option, and its steps in this component would replay it.
+  if (component_mark == "no") return JobOption{false, ""};
   if (!option || component_mark == "step") return std::nullopt;
   // Without a mark (a client that does not set one) the option counts as the job's own.
-  if (component_mark == "no") return JobOption{false, ""};
   return JobOption{true, *option};
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A job's --gpu-bind-auto binds every step of the job, including those that do not carry it: a
-# step attached from outside (srun --jobid --overlap), and the steps of a heterogeneous batch job,
+# step attached from outside (srun --jobid --overlap), and the steps of a heterogeneous batch job
+# (sbatch's form and salloc's),
 # where the option applies to the component it was given on. srun's own option still wins, and
 # binds only its own step even in the job srun allocates for it (also where, without
 # PrologFlags=Alloc, its step starts a node's prolog); the job record each node's prolog keeps goes
@@ -50,8 +51,9 @@ for _ in $(seq 50); do [[ -e "$dir/run/jobs/$jid" ]] || break; sleep 0.1; done
 jid=$(sbatch --parsable -w n1 -n1 --gpus=1 -o /dev/null --wrap "sleep 60")
 wait_running "$jid" || bad "job $jid did not start" "$(squeue)"
 run srun --jobid="$jid" --overlap -n1 "$check" --json
-[[ $rc -eq 0 && $(json_count) -eq 1 && $(bound_count) -eq 0 && ! -e "$dir/run/jobs/$jid" ]] &&
-  ok "a job without the option: no record, a step attached from outside is not bound" ||
+[[ $rc -eq 0 && $(json_count) -eq 1 && $(bound_count) -eq 0 &&
+  "$(cat "$dir/run/jobs/$jid" 2>&1)" == *not-given* ]] &&
+  ok "a job without the option: recorded as not given, a step attached from outside is not bound" ||
   bad "job without the option" "$out"
 scancel "$jid"
 wait_gone "$jid"
@@ -103,6 +105,28 @@ het_job 0
   $(component_bound 0) -eq 1 && $(component_bound 1) -eq 0 ]] &&
   ok "batch hetjob, option on component 0: its step is bound, component 1's is not" ||
   bad "batch hetjob, option on component 0" "$out"
+
+# --- The salloc form: salloc's shell holds the last component's option, and srun replays it to
+# every step; each component's own record says whether it was given there. ---
+salloc_het() {  # salloc_het COMPONENT_WITH_OPTION
+  local opt0="" opt1=""
+  [[ $1 == 0 ]] && opt0="--gpu-bind-auto=verbose"
+  [[ $1 == 1 ]] && opt1="--gpu-bind-auto=verbose"
+  out=$(timeout 90 salloc -w n1 -n1 --gpus=1 $opt0 : -w n2 -n1 --gpus=1 $opt1 bash -c \
+    "srun --het-group=0 $check --json | sed 's/^/component0 /';
+     srun --het-group=1 $check --json | sed 's/^/component1 /'" 2>&1)
+  rc=$?
+}
+salloc_het 1
+[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
+  $(component_bound 0) -eq 0 && $(component_bound 1) -eq 1 ]] &&
+  ok "salloc A : B --gpu-bind-auto: B's step is bound, A's is not" ||
+  bad "salloc hetjob, option on component 1" "$out"
+salloc_het 0
+[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
+  $(component_bound 0) -eq 1 && $(component_bound 1) -eq 0 ]] &&
+  ok "salloc A --gpu-bind-auto : B: A's step is bound, B's is not" ||
+  bad "salloc hetjob, option on component 0" "$out"
 
 e2e_no_node_drained
 

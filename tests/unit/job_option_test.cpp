@@ -24,7 +24,9 @@ TEST(JobOption, RecordedFromTheComponentMarkAndTheOption) {
   EXPECT_EQ(job_option_to_record("no", "verbose"), (JobOption{false, ""}));
   // srun's own option is its step's: a prolog its step starts records nothing.
   EXPECT_FALSE(job_option_to_record("step", "verbose"));
-  EXPECT_FALSE(job_option_to_record("no", std::nullopt));
+  // salloc A : B --gpu-bind-auto: A has no option, and its record says it was not given there
+  // (the salloc shell replays B's to every step).
+  EXPECT_EQ(job_option_to_record("no", std::nullopt), (JobOption{false, ""}));
   EXPECT_FALSE(job_option_to_record("yes", std::nullopt));
 }
 

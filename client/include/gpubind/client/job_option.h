@@ -29,8 +29,8 @@ struct JobOption {
 };
 
 // What a job prolog records from what Slurm hands it: the component mark (nullopt where the job
-// was submitted without one) and the option's value (nullopt where the job has none). nullopt:
-// nothing to record.
+// was submitted without one) and the option's value (nullopt where the job has none). A
+// component marked "no" is recorded as not given, option or none. nullopt: nothing to record.
 std::optional<JobOption> job_option_to_record(const std::optional<std::string>& component_mark,
                                               const std::optional<std::string>& option);
 
