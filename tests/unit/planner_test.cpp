@@ -447,6 +447,22 @@ TEST(PlannerErrors, BadRequestsAreRefusedWithAReason) {
   r.allowed_cpus = CpuSet::of({1, 2});
   r.allowed_cores = CpuSet::of({20});
   expect_error(r, "share no CPU");
+  // Slurm's node line numbering otherwise (threads counted as cores after a BIOS SMT change): the
+  // step's cgroup holds CPUs 1 and 2 for its one core, which this node has on cores 1 and 2.
+  {
+    PlanRequest smt = tasks(1);
+    smt.allowed_cpus = CpuSet::of({1, 2});
+    smt.allowed_cores = CpuSet::of({1});
+    auto plan = make_plan(t, SitePolicy(), smt);
+    ASSERT_TRUE(plan) << plan.error().message;
+    ASSERT_EQ(plan->warnings.size(), 1u);
+    EXPECT_NE(plan->warnings[0].find("include 2, which are not on its cores 1"), std::string::npos)
+        << plan->warnings[0];
+    smt.allowed_cpus = CpuSet::of({1, 65});  // exactly core 1's threads: nothing to say
+    auto agreeing = make_plan(t, SitePolicy(), smt);
+    ASSERT_TRUE(agreeing);
+    EXPECT_TRUE(agreeing->warnings.empty());
+  }
   auto disjoint = make_plan(t, lumi_policy(), r);
   ASSERT_FALSE(disjoint);
   EXPECT_EQ(disjoint.error().message.find("reserved"), std::string::npos)

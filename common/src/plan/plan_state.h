@@ -66,8 +66,7 @@ struct Place {
 
 // Whether the place says where anything is (a task without GPUs or cores has no place yet).
 inline bool is_placed(const Place& place) {
-  return place.pci_path || place.l3 >= 0 || place.numa >= 0 || place.package >= 0 ||
-         place.unknown;
+  return place.pci_path || place.l3 >= 0 || place.numa >= 0 || place.package >= 0 || place.unknown;
 }
 
 inline Place place_of(const Locality& locality) {
@@ -175,6 +174,7 @@ class Planner {
 
   // usable_cores.cpp
   Status find_usable_cores();
+  void warn_cores_and_cpus_disagree(const CpuSet& step_cpus);
   void explain_reserved(const CpuSet& step, int smt);
   void split_cores_into_threads();
   int cores_wanted_per_task();

@@ -6,6 +6,26 @@
 
 namespace gpubind::planning {
 
+// Slurm's node line and this node disagreeing (threads per core after a BIOS change, cores
+// numbered otherwise): a confined step's CPUs (its cgroup's) lie off the cores Slurm gave it, as
+// this node's topology numbers them, and those CPUs would sit idle. Said with what to compare.
+void Planner::warn_cores_and_cpus_disagree(const CpuSet& step_cpus) {
+  if (!request_.allowed_cores || !request_.allowed_cpus || step_cpus == all_pus_) return;
+  CpuSet on_cores;
+  for (const Core& core : topo_.cores) {
+    if (!request_.allowed_cores->test(core.index)) continue;
+    for (int pu : core.pus)
+      on_cores.set(pu);
+  }
+  const CpuSet off = step_cpus.minus(on_cores);
+  if (off.empty() || !step_cpus.intersects(on_cores)) return;  // none at all: refused below
+  warn("the step's CPUs " + step_cpus.to_list() + " include " + off.to_list() +
+       ", which are not on its cores " + request_.allowed_cores->to_list() +
+       " as this node's topology numbers them: Slurm's node line and the node disagree (threads "
+       "per core, or core order); those CPUs stay idle. Compare `slurmd -C` with `gpubindctl "
+       "topology` and fix the node line");
+}
+
 Status Planner::find_usable_cores() {
   all_pus_ = topo_.all_pus();
   const CpuSet& all = all_pus_;
@@ -24,6 +44,7 @@ Status Planner::find_usable_cores() {
          " are not in the node's topology (" + std::to_string(topo_.cores.size()) +
          " cores); ignored");
   }
+  warn_cores_and_cpus_disagree(allowed & all);
   usable_.reserve(topo_.cores.size());
   usable_pus_.reserve(all.count());
   for (const Core& core : topo_.cores) {
