@@ -5,18 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpubind/parse.h"
+
 namespace gpubind::client {
 namespace {
 
 constexpr int kMaxIncludeDepth = 8;
 
-std::vector<std::string> words_of(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> words;
-  for (std::string word; in >> word;)
-    words.push_back(word);
-  return words;
-}
 
 bool loads_gpubind(const std::string& plugin) {
   const size_t slash = plugin.rfind('/');
@@ -57,7 +52,7 @@ PlugstackLines read_plugstack_text(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    const std::vector<std::string> words = words_of(line);
+    const std::vector<std::string> words = split_words(line);
     if (words.size() >= 2 && words[0] == "include") {
       out.includes.push_back(words[1]);
     } else if (words.size() >= 2 && (words[0] == "required" || words[0] == "optional") &&

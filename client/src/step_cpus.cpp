@@ -4,6 +4,8 @@
 #include <sstream>
 #include <vector>
 
+#include "gpubind/parse.h"
+
 namespace gpubind::client {
 namespace {
 
@@ -16,13 +18,6 @@ std::optional<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-std::vector<std::string> words_of(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> words;
-  for (std::string word; in >> word;)
-    words.push_back(word);
-  return words;
-}
 
 bool has_option(const std::string& options, const std::string& name) {
   std::istringstream in(options);
@@ -42,7 +37,7 @@ void find_mounts(const std::string& mountinfo, std::optional<Mount>& v2,
                  std::optional<Mount>& v1_cpuset) {
   std::istringstream lines(mountinfo);
   for (std::string line; std::getline(lines, line);) {
-    const std::vector<std::string> w = words_of(line);
+    const std::vector<std::string> w = split_words(line);
     size_t dash = 6;
     while (dash < w.size() && w[dash] != "-")
       ++dash;

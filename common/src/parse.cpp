@@ -1,5 +1,6 @@
 #include "gpubind/parse.h"
 
+#include <cctype>
 #include <charconv>
 
 namespace gpubind {
@@ -12,6 +13,20 @@ std::optional<long long> parse_whole_number(std::string_view text, long long min
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
     return std::nullopt;
   return value;
+}
+
+std::vector<std::string> split_words(std::string_view line) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (at < line.size()) {
+    while (at < line.size() && std::isspace(static_cast<unsigned char>(line[at])))
+      ++at;
+    const size_t start = at;
+    while (at < line.size() && !std::isspace(static_cast<unsigned char>(line[at])))
+      ++at;
+    if (at > start) words.emplace_back(line.substr(start, at - start));
+  }
+  return words;
 }
 
 }  // namespace gpubind

@@ -95,16 +95,17 @@ EOF
 }
 component_bound() { grep "^component$1 {" <<<"$out" | grep -c '"GPUBIND_BOUND":"1"' || true; }
 component_lines() { grep -c "^component$1 {" <<<"$out" || true; }
+# only_component_bound K NAME: each component's step ran once, and only component K's is bound.
+only_component_bound() {
+  local other=$((1 - $1))
+  [[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
+    $(component_bound "$1") -eq 1 && $(component_bound $other) -eq 0 ]] &&
+    ok "$2: component $1's step is bound, component $other's is not" || bad "$2" "$out"
+}
 het_job 1
-[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
-  $(component_bound 0) -eq 0 && $(component_bound 1) -eq 1 ]] &&
-  ok "batch hetjob, option on component 1: its step is bound, component 0's is not" ||
-  bad "batch hetjob, option on component 1" "$out"
+only_component_bound 1 "batch hetjob, option on component 1"
 het_job 0
-[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
-  $(component_bound 0) -eq 1 && $(component_bound 1) -eq 0 ]] &&
-  ok "batch hetjob, option on component 0: its step is bound, component 1's is not" ||
-  bad "batch hetjob, option on component 0" "$out"
+only_component_bound 0 "batch hetjob, option on component 0"
 
 # --- The salloc form: salloc's shell holds the last component's option, and srun replays it to
 # every step; each component's own record says whether it was given there. ---
@@ -118,15 +119,9 @@ salloc_het() {  # salloc_het COMPONENT_WITH_OPTION
   rc=$?
 }
 salloc_het 1
-[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
-  $(component_bound 0) -eq 0 && $(component_bound 1) -eq 1 ]] &&
-  ok "salloc A : B --gpu-bind-auto: B's step is bound, A's is not" ||
-  bad "salloc hetjob, option on component 1" "$out"
+only_component_bound 1 "salloc A : B --gpu-bind-auto"
 salloc_het 0
-[[ $rc -eq 0 && $(component_lines 0) -eq 1 && $(component_lines 1) -eq 1 &&
-  $(component_bound 0) -eq 1 && $(component_bound 1) -eq 0 ]] &&
-  ok "salloc A --gpu-bind-auto : B: A's step is bound, B's is not" ||
-  bad "salloc hetjob, option on component 0" "$out"
+only_component_bound 0 "salloc A --gpu-bind-auto : B"
 
 e2e_no_node_drained
 

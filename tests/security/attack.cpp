@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -889,19 +890,23 @@ void h2_streams(Attack& attack, bool nonread) {
                  " closed_by_daemon=" + std::to_string(closed);
 }
 
-// multiuser: `users` processes, each as its own uid from `first_uid` (no account needed:
-// SO_PEERCRED reports the raw uid), each holding `count` connections that sent a compact header
-// announcing 100 bytes and then nothing, re-opened as the daemon closes them. Runs as root.
-void many_users(Attack& attack) {
-  std::string header(compact::kMagic, sizeof compact::kMagic);
-  header += static_cast<char>(compact::kVersion);
-  char length[4];
-  compact::put_length(length, 100);
-  header.append(length, 4);
-  int totals[2];
-  if (pipe2(totals, O_CLOEXEC) != 0) {
+// The attack `body` run in `attack.users` processes, each as its own uid from `first_uid` (no
+// account needed: SO_PEERCRED reports the raw uid), as root. Each reports its kCounts numbers
+// (`counts_of`); what comes back: their sums, and how many processes ran and reported.
+template <size_t kCounts>
+struct UserTotals {
+  std::array<long, kCounts> sums{};
+  size_t users = 0, reported = 0;
+};
+template <size_t kCounts>
+UserTotals<kCounts> in_each_user(
+    Attack& attack, const std::function<void(Attack&)>& body,
+    const std::function<std::array<long, kCounts>(Attack&)>& counts_of) {
+  UserTotals<kCounts> totals;
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     attack.stats.note(std::string("pipe: ") + std::strerror(errno));
-    return;
+    return totals;
   }
   std::vector<pid_t> children;
   for (long i = 0; i < attack.users; ++i) {
@@ -909,29 +914,46 @@ void many_users(Attack& attack) {
     const pid_t child = fork();
     if (child < 0) break;
     if (child == 0) {
-      close(totals[0]);
+      close(pipe_fds[0]);
       if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      hold_connections(attack, header, false);
-      const long counts[3] = {attack.stats.opened, attack.stats.refused, attack.stats.dropped};
-      if (write(totals[1], counts, sizeof counts) != sizeof counts) _exit(4);
+      body(attack);
+      const std::array<long, kCounts> counts = counts_of(attack);
+      if (write(pipe_fds[1], counts.data(), sizeof counts) != sizeof counts) _exit(4);
       _exit(0);
     }
     children.push_back(child);
   }
-  close(totals[1]);
-  long sums[3] = {0, 0, 0}, reported = 0;
-  for (long counts[3]; read(totals[0], counts, sizeof counts) == sizeof counts; ++reported) {
-    for (int k = 0; k < 3; ++k)
-      sums[k] += counts[k];
+  close(pipe_fds[1]);
+  for (std::array<long, kCounts> counts;
+       read(pipe_fds[0], counts.data(), sizeof counts) == sizeof counts; ++totals.reported) {
+    for (size_t k = 0; k < kCounts; ++k)
+      totals.sums[k] += counts[k];
   }
-  close(totals[0]);
+  close(pipe_fds[0]);
   for (pid_t child : children)
     waitpid(child, nullptr, 0);
-  attack.extra = "users=" + std::to_string(children.size()) +
-                 " reported=" + std::to_string(reported) + " opened=" + std::to_string(sums[0]) +
-                 " refused=" + std::to_string(sums[1]) +
-                 " closed_by_daemon=" + std::to_string(sums[2]);
+  totals.users = children.size();
+  return totals;
+}
+
+// multiuser: `users` processes, each holding `count` connections that sent a compact header
+// announcing 100 bytes and then nothing, re-opened as the daemon closes them.
+void many_users(Attack& attack) {
+  std::string header(compact::kMagic, sizeof compact::kMagic);
+  header += static_cast<char>(compact::kVersion);
+  char length[4];
+  compact::put_length(length, 100);
+  header.append(length, 4);
+  const auto totals = in_each_user<3>(
+      attack, [&](Attack& a) { hold_connections(a, header, false); },
+      [](Attack& a) {
+        return std::array<long, 3>{a.stats.opened, a.stats.refused, a.stats.dropped};
+      });
+  attack.extra =
+      "users=" + std::to_string(totals.users) + " reported=" + std::to_string(totals.reported) +
+      " opened=" + std::to_string(totals.sums[0]) + " refused=" + std::to_string(totals.sums[1]) +
+      " closed_by_daemon=" + std::to_string(totals.sums[2]);
 }
 
 // How many of the attackers' costly plans have been answered, in memory every process of the run
@@ -976,41 +998,14 @@ void ask_costly_plans(Attack& attack) {
 
 // queuefill: `users` processes, each as its own uid, each asking for costly plans back to back.
 void many_users_planning(Attack& attack) {
-  int totals[2];
-  if (pipe2(totals, O_CLOEXEC) != 0) {
-    attack.stats.note(std::string("pipe: ") + std::strerror(errno));
-    return;
-  }
-  std::vector<pid_t> children;
-  for (long i = 0; i < attack.users; ++i) {
-    const uid_t uid = attack.first_uid + static_cast<uid_t>(i);
-    const pid_t child = fork();
-    if (child < 0) break;
-    if (child == 0) {
-      close(totals[0]);
-      if (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(3);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ask_costly_plans(attack);
-      const long counts[2] = {attack.stats.answered, attack.stats.rejected};
-      if (write(totals[1], counts, sizeof counts) != sizeof counts) _exit(4);
-      _exit(0);
-    }
-    children.push_back(child);
-  }
-  close(totals[1]);
-  long sums[2] = {0, 0}, reported = 0;
-  for (long counts[2]; read(totals[0], counts, sizeof counts) == sizeof counts; ++reported) {
-    sums[0] += counts[0];
-    sums[1] += counts[1];
-  }
-  close(totals[0]);
-  for (pid_t child : children)
-    waitpid(child, nullptr, 0);
-  attack.extra = "users=" + std::to_string(children.size()) +
-                 " reported=" + std::to_string(reported) +
-                 " plans_answered=" + std::to_string(sums[0]) +
-                 " refused_or_failed=" + std::to_string(sums[1]);
-  if (sums[0] == 0)
+  const auto totals = in_each_user<2>(attack, ask_costly_plans, [](Attack& a) {
+    return std::array<long, 2>{a.stats.answered, a.stats.rejected};
+  });
+  attack.extra = "users=" + std::to_string(totals.users) +
+                 " reported=" + std::to_string(totals.reported) +
+                 " plans_answered=" + std::to_string(totals.sums[0]) +
+                 " refused_or_failed=" + std::to_string(totals.sums[1]);
+  if (totals.sums[0] == 0)
     attack.stats.note("no costly plan was answered: the attack did not load the daemon");
 }
 

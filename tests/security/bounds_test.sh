@@ -103,7 +103,7 @@ case $case_name in
     [[ $case_name == queue-256 ]] && tasks=256
     for users in 20 65; do
       run queuefill 1 --attacker-uid 5200 --users "$users" --probe-uncached --probe-tasks "$tasks" \
-        --probe-timeout-ms 1000 --max-planned-while-waiting 4
+        --probe-timeout-ms 1000 --max-planned-while-waiting 8
     done
     ;;
   *)

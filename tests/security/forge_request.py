@@ -9,22 +9,14 @@ frames a compact request; prints each answer's status byte.
 `mismatch` is a well-formed request naming a bus id this node lacks (a node_mismatch refusal any
 user can cause at will).
 """
-import socket
-import struct
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from compact_client import ask, varint  # noqa: E402  (the plugin's framing, the CLI tests')
 
 FORGED = ("x\n<0>gpubindd: FORGED-JOURNAL emergency\n"
           "2026-11-28T00:00:00 gpubindd error: FORGED-TEXT line")
-
-
-def varint(n):
-    out = b""
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out += bytes([byte | (0x80 if n else 0)])
-        if not n:
-            return out
 
 
 def field(number, value):
@@ -54,17 +46,6 @@ def request(kind):
     if kind == "mismatch":
         return base + field(5, 1) + step_gpu(0, "0", "0000:ee:00.0")
     raise SystemExit("unknown field " + kind)
-
-
-def ask(path, body):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(path)
-    s.sendall(b"GPUBIND" + bytes([2]) + struct.pack("<I", len(body)) + body)
-    data = b""
-    while chunk := s.recv(65536):
-        data += chunk
-    return data[0] if data else None
 
 
 kinds = sys.argv[2:] or ["pci", "token", "unplaced", "ccl", "hip", "mismatch"]

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpubind {
 
@@ -11,5 +13,8 @@ namespace gpubind {
 // empty text, a sign, spaces, a "0x" prefix, trailing characters, a value out of range.
 std::optional<long long> parse_whole_number(std::string_view text, long long min, long long max,
                                             int base = 10);
+
+// The words of `line`, split at white space (plugstack.conf lines, /proc/self/mountinfo).
+std::vector<std::string> split_words(std::string_view line);
 
 }  // namespace gpubind
