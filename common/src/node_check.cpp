@@ -227,10 +227,56 @@ std::vector<NodeFault> check_node(const Topology& topology, const SitePolicy& po
     }
   }
 
+  // Slurm's node line against the node: Slurm numbers the step's cores and CPUs by it, and a
+  // node that changed (SMT switched in the BIOS, a socket's cores disabled) gets steps whose
+  // cores and CPUs do not meet as this node has them.
+  if (facts.slurm_node) {
+    const SlurmNodeLine& slurm = *facts.slurm_node;
+    size_t threads = 0;
+    for (const Core& core : topology.cores)
+      threads = std::max(threads, core.pus.size());
+    const int cores = slurm.sockets * slurm.cores_per_socket;
+    if (slurm.cpus != node_cpus.count() || cores != static_cast<int>(topology.cores.size()) ||
+        slurm.threads_per_core != static_cast<int>(threads)) {
+      fault("slurm-node",
+            "Slurm's node line (" + slurm.source + ": " + std::to_string(slurm.sockets) + " x " +
+                std::to_string(slurm.cores_per_socket) + " cores x " +
+                std::to_string(slurm.threads_per_core) + " threads, " + std::to_string(slurm.cpus) +
+                " CPUs) is not this node's (" + std::to_string(topology.cores.size()) +
+                " cores x " + std::to_string(threads) + " threads, " +
+                std::to_string(node_cpus.count()) +
+                " CPUs): steps get cores and CPUs that do not meet here; fix the "
+                "node line (`slurmd -C` prints this node's) and restart slurmd");
+    }
+  }
+
   if (facts.daemon_error && !facts.daemon_error->empty()) {
     fault("daemon", "gpubindd does not answer: " + *facts.daemon_error);
   }
   return faults;
+}
+
+std::optional<SlurmNodeLine> parse_slurm_node_line(const std::string& text,
+                                                   const std::string& source) {
+  SlurmNodeLine line;
+  line.source = source;
+  int found = 0;
+  for (const std::string& word : split_words(text)) {
+    const size_t equals = word.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = word.substr(0, equals);
+    const auto value = parse_whole_number(std::string_view(word).substr(equals + 1), 1, 1 << 20);
+    int* field = key == "CPUTot"           ? &line.cpus
+                 : key == "Sockets"        ? &line.sockets
+                 : key == "CoresPerSocket" ? &line.cores_per_socket
+                 : key == "ThreadsPerCore" ? &line.threads_per_core
+                                           : nullptr;
+    if (!field || !value) continue;
+    if (*field == 0) ++found;
+    *field = static_cast<int>(*value);
+  }
+  if (found < 4) return std::nullopt;
+  return line;
 }
 
 bool has_faults(const std::vector<NodeFault>& faults) {

@@ -2,7 +2,8 @@
 # The node health check under Slurm itself: HealthCheckProgram is the shipped gpubind-healthcheck
 # (gpubindctl check-node). Of three nodes, n1 matches its policy; n2's gpubind sees a topology with
 # a GPU fewer than its policy expects; n3 has a NIC whose link is down. Slurm drains n2 and n3
-# with gpubind's reason and keeps n1 up; once n3's link is up again it is resumed.
+# with gpubind's reason and keeps n1 up; once n3's link is up again it is resumed. A node whose
+# cores changed under Slurm's node line is named (slurm-node).
 # Usage: health_check_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -86,6 +87,18 @@ fi
 wait_until 30 grep -q "node healthy" "$dir/log/healthcheck-n1.log" 2>/dev/null
 [[ $(state n1) == idle && $(reason n1) == none ]] && grep -q "node healthy" "$dir/log/healthcheck-n1.log" &&
   ok "n1 (healthy) stays up" || bad "n1: $(state n1) $(reason n1)" "$(cat "$dir/log/healthcheck-n1.log" 2>/dev/null)"
+# Slurm's node line against the node (check-node asks scontrol): n1's matched above; a node whose
+# cores changed under its line (SMT switched on in the BIOS) is named, with both views.
+if [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
+  python3 "$here/make_node_topology.py" "$dir/etc/smt-changed.xml" --gpus "$gpus" \
+    --nics "${#nics[@]}" --threads-per-core 2 >/dev/null 2>&1
+  sed "s|$node_xml|$dir/etc/smt-changed.xml|" "$dir/health/n1/policy.conf" >"$dir/etc/smt-changed.conf"
+  out=$(SLURMD_NODENAME=n1 HWLOC_FSROOT=$dir/health/n1 "$ctl" check-node \
+    --policy "$dir/etc/smt-changed.conf" --no-daemon 2>&1)
+  [[ "$out" == *"ERROR: gpubind: slurm-node: Slurm's node line (scontrol show node -o n1: "* ]] &&
+    ok "a node whose cores changed under Slurm's node line: named by check-node" ||
+    bad "Slurm's node line against a changed node" "$out"
+fi
 out=$(timeout 60 srun -N1 -w n1 --gpus=1 --gpu-bind-auto "$check" --json 2>&1)
 grep -q '"GPUBIND_BOUND":"1"' <<<"$out" && ok "a job runs on n1, bound" || bad "job on n1" "$out"
 

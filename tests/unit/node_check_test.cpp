@@ -84,6 +84,34 @@ TEST(NodeCheck, UnknownIoLocalityIsAFaultUnlessExpected) {
   EXPECT_FALSE(has_faults(check_node(fixture("lumi-g"), SitePolicy{}, LiveFacts{})));
 }
 
+// Slurm's node line against the node (a BIOS SMT change after the line was written): a fault
+// naming both views; the line the node has passes; a line without the counts is not read.
+TEST(NodeCheck, SlurmsNodeLineMustBeTheNodes) {
+  const std::string lumi_line =
+      "NodeName=nid001 Arch=x86_64 CoresPerSocket=64 CPUAlloc=0 CPUTot=128 CPULoad=0.01 "
+      "Boards=1 Sockets=1 ThreadsPerCore=2 RealMemory=512000";
+  auto line = parse_slurm_node_line(lumi_line, "scontrol show node -o nid001");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->cpus, 128);
+  EXPECT_EQ(line->cores_per_socket, 64);
+  EXPECT_EQ(line->threads_per_core, 2);
+  LiveFacts facts;
+  facts.slurm_node = line;
+  EXPECT_FALSE(has_faults(check_node(fixture("lumi-g"), SitePolicy{}, facts)));
+
+  // Slurm still counts 2 threads a core where the node now has 1 (CPUs 0-63 online).
+  facts.slurm_node = parse_slurm_node_line("CoresPerSocket=32 CPUTot=64 Sockets=1 ThreadsPerCore=2",
+                                           "scontrol show node -o nid001");
+  ASSERT_TRUE(facts.slurm_node);
+  const auto faults = check_node(fixture("lumi-g"), SitePolicy{}, facts);
+  ASSERT_EQ(codes(faults), std::vector<std::string>{"slurm-node"});
+  EXPECT_NE(faults[0].message.find("1 x 32 cores x 2 threads, 64 CPUs"), std::string::npos)
+      << faults[0].message;
+  EXPECT_NE(faults[0].message.find("(64 cores x 2 threads, 128 CPUs)"), std::string::npos);
+  EXPECT_FALSE(parse_slurm_node_line("NodeName=x State=DOWN", "s"));
+  EXPECT_FALSE(parse_slurm_node_line("CPUTot=x Sockets=1 CoresPerSocket=2 ThreadsPerCore=1", "s"));
+}
+
 TEST(NodeCheck, AMissingNicIsCountedAndNamed) {
   Topology node = fixture("lumi-g");
   node.nics.erase(node.nics.begin() + 2);  // hsn2

@@ -1,7 +1,13 @@
 // gpubindctl check-node: the node health check. Compares the node with what the site's policy
 // says it should have and with what binding needs, one line per fault in the form NHC and
 // Slurm's HealthCheckProgram scripts print ("ERROR: ..."), exit 1 on a fault.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -12,6 +18,43 @@
 #include "gpubind/output/json.h"
 
 namespace gpubind::ctl {
+namespace {
+
+// This node's name to Slurm: slurmd's (SLURMD_NODENAME, set for its health check and prologs),
+// else the short host name. "" when it is not a plain host name.
+std::string slurm_node_name() {
+  std::string name;
+  if (const char* own = std::getenv("SLURMD_NODENAME"); own && *own) {
+    name = own;
+  } else {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) == 0) name = host;
+    name = name.substr(0, name.find('.'));
+  }
+  const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
+  });
+  return plain ? name : "";
+}
+
+// The node line Slurm runs with, from `scontrol show node -o NAME` (5 s at most); nullopt where
+// Slurm is not here or does not answer: nothing to compare then.
+std::optional<SlurmNodeLine> slurm_node_line() {
+  const std::string name = slurm_node_name();
+  if (name.empty()) return std::nullopt;
+  const std::string command = "scontrol show node -o " + name;
+  FILE* pipe = popen(("timeout 5 " + command + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string text;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
+    text.append(buffer, n);
+  const int status = pclose(pipe);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return parse_slurm_node_line(text, command);
+}
+
+}  // namespace
 
 int run_check_node(const Args& args) {
   const std::optional<std::string> topology = args.get("topology");
@@ -32,6 +75,7 @@ int run_check_node(const Args& args) {
   std::string socket;
   if (live) {
     facts = discovery::read_live_facts(node->topology);
+    facts.slurm_node = slurm_node_line();
     if (!args.has("no-daemon")) {
       auto access = daemon_access(args);
       if (!access) return fail(access.error().message);

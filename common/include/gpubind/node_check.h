@@ -21,6 +21,17 @@ struct NicLink {
   bool up = false;
 };
 
+// The node line Slurm runs with for this node (`scontrol show node -o NAME`): what Slurm numbers
+// the node's CPUs and cores by.
+struct SlurmNodeLine {
+  std::string source;  // the command that gave it
+  int cpus = 0, sockets = 0, cores_per_socket = 0, threads_per_core = 0;
+};
+// Its fields from the command's one line ("CPUTot=128 ... Sockets=1 CoresPerSocket=64
+// ThreadsPerCore=2"); nullopt without them.
+std::optional<SlurmNodeLine> parse_slurm_node_line(const std::string& text,
+                                                   const std::string& source);
+
 struct LiveFacts {
   // Per NIC, by its index in Topology::nics: the links read (a netdev and each RDMA port).
   // Empty or shorter: those NICs' links are not checked.
@@ -31,12 +42,15 @@ struct LiveFacts {
   // The daemon's answer: nullopt when not asked (offline, --no-daemon); "" when it answered,
   // else why it did not.
   std::optional<std::string> daemon_error;
+  // Slurm's node line; nullopt: not read (offline, no Slurm here, the controller unreachable).
+  std::optional<SlurmNodeLine> slurm_node;
 };
 
 struct NodeFault {
   enum class Severity { kFault, kWarning };
   // Stable, for scripts and drain reasons: gpu-count, gpu-model, nic-count, nic-missing,
-  // nic-down, gpu-nic-pairing, gpu-no-cpus, numa-balancing, daemon; gpu-locality (warning).
+  // nic-down, gpu-nic-pairing, gpu-no-cpus, io-locality-unknown, numa-balancing, slurm-node,
+  // daemon; gpu-locality (warning).
   std::string code;
   std::string message;  // names the GPU (PCI bus id), NIC, expected and found values
   Severity severity = Severity::kFault;
