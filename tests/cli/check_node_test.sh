@@ -136,7 +136,8 @@ else
   # The HealthCheckProgram wrapper and the NHC check on the same answers, with a fake scontrol
   # and sinfo that record what they were asked.
   mkdir -p "$tmp/bin"
-  printf '#!/bin/sh\necho "$*" >>%s/scontrol.log\n' "$tmp" >"$tmp/bin/scontrol"
+  # check-node's own `scontrol show node` (Slurm's node line) gets no answer here: not compared.
+  printf '#!/bin/sh\n[ "$1" = show ] && exit 1\necho "$*" >>%s/scontrol.log\n' "$tmp" >"$tmp/bin/scontrol"
   printf '#!/bin/sh\ncat %s/node 2>/dev/null || echo "idle|none"\n' "$tmp" >"$tmp/bin/sinfo"
   chmod +x "$tmp/bin/scontrol" "$tmp/bin/sinfo"
   hc=(env PATH="$tmp/bin:$PATH" HWLOC_FSROOT="$tree" GPUBINDCTL="$ctl" SLURMD_NODENAME=nid001
