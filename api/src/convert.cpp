@@ -46,8 +46,8 @@ NicKind nic_kind_from(const std::string& name) {
 }
 
 LocalityKind locality_kind_from(const std::string& name) {
-  for (LocalityKind k : {LocalityKind::kL3, LocalityKind::kNuma, LocalityKind::kPackage,
-                         LocalityKind::kUnknown}) {
+  for (LocalityKind k :
+       {LocalityKind::kL3, LocalityKind::kNuma, LocalityKind::kPackage, LocalityKind::kUnknown}) {
     if (name == locality_kind_name(k)) return k;
   }
   return LocalityKind::kMachine;

@@ -12,7 +12,6 @@ namespace {
 
 constexpr int kMaxIncludeDepth = 8;
 
-
 bool loads_gpubind(const std::string& plugin) {
   const size_t slash = plugin.rfind('/');
   return plugin.substr(slash == std::string::npos ? 0 : slash + 1) == "spank_gpubind.so";

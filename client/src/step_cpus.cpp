@@ -18,7 +18,6 @@ std::optional<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-
 bool has_option(const std::string& options, const std::string& name) {
   std::istringstream in(options);
   for (std::string option; std::getline(in, option, ',');)
