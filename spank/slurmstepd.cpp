@@ -272,6 +272,12 @@ int slurmstepd_user_init(spank_t sp) {
   // What the plugin decided, for an admin reading slurmd's log (SlurmdDebug=verbose).
   slurm_verbose("gpubind: job %lu step %u: %d tasks planned by %s, %zu warning(s)", request->job_id,
                 step_id, request->ntasks, s.plan.source.c_str(), s.plan.warnings.size());
+  // Each warning in slurmd's log too, once per step and node: a node that is not what Slurm's
+  // node line or the topology says (idle CPUs, unknown locality) is the admin's to fix, and the
+  // step's output is the user's.
+  for (const std::string& warning : s.plan.warnings)
+    log_info("job " + std::to_string(request->job_id) + " step " + std::to_string(step_id) +
+             ": warning: " + warning);
   return 0;
 }
 

@@ -268,6 +268,9 @@ class Loader {
   // CPUs (the device's side of the machine), the closest by the NUMA distance matrix.
   std::pair<hwloc_const_bitmap_t, std::string> local_cpus_of(hwloc_obj_t io) const {
     hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topo_, io);
+    if (locality_unknown(anchor->cpuset)) {
+      if (auto kernels = kernel_numa_node_of(io)) return *kernels;
+    }
     if (!hwloc_bitmap_iszero(anchor->cpuset)) return {anchor->cpuset, "PCI local CPUs"};
     hwloc_obj_t container = anchor;
     while (container->parent && hwloc_bitmap_iszero(container->cpuset))
@@ -314,6 +317,30 @@ class Loader {
     return {container->cpuset, "the nearest ancestor with CPUs (" +
                                    std::string(hwloc_obj_type_string(container->type)) + " L#" +
                                    std::to_string(container->logical_index) + ")"};
+  }
+
+  // Live only: the NUMA node the kernel gives the device (sysfs numa_node) where its local_cpus
+  // are every CPU. The two differ where the kernel takes the node from the device and the mask
+  // from its bus, or an admin set numa_node for firmware that reports none.
+  std::optional<std::pair<hwloc_const_bitmap_t, std::string>> kernel_numa_node_of(
+      hwloc_obj_t io) const {
+    if (!live_) return std::nullopt;
+    hwloc_obj_t pci = io;
+    while (pci && pci->type != HWLOC_OBJ_PCI_DEVICE)
+      pci = pci->parent;
+    if (!pci) return std::nullopt;
+    const std::string bus_id = pci_bus_id(pci);
+    const auto text =
+        discovery::read_small_file(live_->root, "/sys/bus/pci/devices/" + bus_id + "/numa_node");
+    // -1 (none) is refused by the range: only a real node number names a locality.
+    const auto node =
+        text ? parse_whole_number(discovery::trimmed(*text), 0, 1 << 20) : std::nullopt;
+    if (!node) return std::nullopt;
+    hwloc_obj_t numa = hwloc_get_numanode_obj_by_os_index(topo_, static_cast<unsigned>(*node));
+    if (!numa || hwloc_bitmap_iszero(numa->cpuset)) return std::nullopt;
+    return std::pair<hwloc_const_bitmap_t, std::string>(
+        numa->cpuset, "kernel's NUMA node " + std::to_string(*node) + " for " + bus_id +
+                          " (sysfs numa_node; its local_cpus are every CPU)");
   }
 
   // The bridges above a device, root port first; host bridges left out (every device has one).

@@ -233,5 +233,30 @@ print(json.dumps(json.load(open(sys.argv[1])).get("expected_env", {})))' "$spec"
   done
 done
 
+# (c) What the kernel reports of a device's locality (make_tree.py --io-locality): local_cpus of
+# every CPU but a numa_node is that node, named as the source, and plans as the full locality
+# on a node whose NUMA nodes are its L3s (DGX H100); neither is unknown, said, never planned near.
+echo "== (c) PCI locality from the kernel's numa_node alone, and none at all"
+spec=$specs/dgx-h100.json
+for locality in cpus numa-node none; do
+  python3 "$make_tree" --spec "$spec" --io-locality "$locality" "$work/io-$locality" >/dev/null ||
+    fail "io-locality $locality: make_tree failed"
+  HWLOC_FSROOT=$work/io-$locality "$gpubindctl" topology --topology live >"$work/io-$locality.topology" 2>&1
+  HWLOC_FSROOT=$work/io-$locality "$gpubindctl" plan --topology live --ntasks 8 --json 2>&1 |
+    normalized_plan >"$work/io-$locality.plan"
+done
+gpu0() { grep -m1 '^GPU 0:' "$work/io-$1.topology"; }
+if [[ "$(gpu0 numa-node)" == *"locality from kernel's NUMA node 0 for 0000:1b:00.0 (sysfs numa_node"* ]] &&
+  diff -q "$work/io-cpus.plan" "$work/io-numa-node.plan" >/dev/null; then
+  echo "ok: numa_node alone: GPU 0's locality is the kernel's NUMA node 0, plans as full locality"
+else
+  fail "numa_node alone: $(gpu0 numa-node); plan diff: $(diff "$work/io-cpus.plan" "$work/io-numa-node.plan" | head -5)"
+fi
+if [[ "$(gpu0 none)" == *"no I/O locality reported"* ]] && grep -q "no CPU locality" "$work/io-none.plan"; then
+  echo "ok: neither: GPU 0's locality is unknown and the plan says so"
+else
+  fail "no locality: $(gpu0 none); $(grep -m1 warning "$work/io-none.plan")"
+fi
+
 echo "$failures failure(s), $known known difference(s)"
 ((failures == 0))

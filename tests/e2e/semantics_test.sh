@@ -99,6 +99,11 @@ if [[ -f "$uuid_env" ]]; then
   [[ $rc -eq 0 && $(lines_with "warning: CUDA_VISIBLE_DEVICES=.*,7 does not match SLURM_STEP_GPUS") -eq 1 ]] &&
     ok "a visibility list that does not match SLURM_STEP_GPUS: the warning reaches the user" ||
     bad "warning from the step's GPU variables" "$out"
+  # And the admin: once in slurmd's log, with the job and step.
+  logged=$(grep -cE "gpubind: job [0-9]+ step [0-9]+: warning: CUDA_VISIBLE_DEVICES=.*,7 does not match" \
+    "$dir"/log/slurmd-n1.log)
+  [[ $logged -eq 1 ]] && ok "the step's warning is in slurmd's log once, with its job and step" ||
+    bad "the step's warning in slurmd's log ($logged lines)" "$(grep gpubind "$dir"/log/slurmd-n1.log | tail -5)"
   mv "$dir/etc/plugstack.conf.gpubind" "$dir/etc/plugstack.conf"
 else
   bad "no $uuid_env (built with the plugin)"

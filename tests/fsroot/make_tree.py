@@ -950,6 +950,10 @@ def main():
     src.add_argument("--spec", metavar="SPEC")
     src.add_argument("--canonical", metavar="XML")
     ap.add_argument("--intel-driver", choices=("i915", "xe"), default="i915")
+    ap.add_argument("--io-locality", choices=("cpus", "numa-node", "none"), default="cpus",
+                    help="what the kernel reports for each PCI device: its local CPUs and NUMA node "
+                    "(cpus), every CPU as local_cpus but its numa_node (numa-node), or every CPU "
+                    "and numa_node -1 (none: firmware without PCI proximity)")
     ap.add_argument("out", nargs="?")
     args = ap.parse_args()
     if args.canonical:
@@ -960,6 +964,11 @@ def main():
     if os.path.exists(args.out) and os.listdir(args.out):
         ap.error("%s exists and is not empty" % args.out)
     node = node_from_xml(args.from_xml) if args.from_xml else node_from_spec(args.spec)
+    if args.io_locality != "cpus":
+        for hb in node.host_bridges:
+            hb.cpus = frozenset(node.pus)
+            if args.io_locality == "none":
+                hb.numa = -1
     write_tree(node, args.out, args.intel_driver)
     return 0
 
