@@ -89,14 +89,14 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
 }
 
 BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
-                                   const UserFlags& flags) {
+                                   const UserFlags& flags, const FluxJob& flux) {
   StepShape shape;
   shape.job_id = id_from_env(env, slurm::kJobId);
   shape.step_id = id_from_env(env, slurm::kStepId);
   shape.ntasks = place.size;
   shape.cpus = cpus;
   BuiltRequest built{make_request(shape, flags, env), "", ""};
-  WorkerGpus gpus = worker_gpus(env, built.request);
+  WorkerGpus gpus = worker_gpus(env, built.request, flux);
   built.gpu_source = std::move(gpus.how);
   built.warning = std::move(gpus.warning);
   add_warning(built, ze_hierarchy_warning(env));

@@ -77,6 +77,28 @@ bool by_position(const std::string& indices, const std::vector<std::string>& tok
   return true;
 }
 
+// Flux under resource containment: each number is a position among this node's GPUs in the
+// job's R, which lists them ascending.
+bool by_flux_positions(const std::vector<std::string>& tokens, const FluxJob& flux,
+                       StepRequest& request) {
+  if (!flux.gpus) return false;
+  std::vector<std::pair<int, std::string>> found;
+  for (const std::string& token : tokens) {
+    const auto position = parse_whole_number(token, 0, INT_MAX);
+    if (!position || *position >= static_cast<long long>(flux.gpus->size())) return false;
+    found.emplace_back((*flux.gpus)[static_cast<size_t>(*position)], token);
+  }
+  request.gpus = std::move(found);
+  return true;
+}
+
+std::string joined(const std::vector<int>& numbers) {
+  std::string text;
+  for (int n : numbers)
+    text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
+}
+
 bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& request) {
   std::vector<std::pair<int, std::string>> found;
   for (const std::string& token : tokens) {
@@ -90,7 +112,7 @@ bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& reques
 
 }  // namespace
 
-WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
+WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request, const FluxJob& flux) {
   WorkerGpus out;
   request.gpus_given = true;
   if (as_recorded(env, request)) {
@@ -151,6 +173,23 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
     out.how = named + ", the node's GPUs " + *job + " (SLURM_JOB_GPUS)";
     return out;
   }
+  if (flux.constrained) {
+    if (by_flux_positions(tokens, flux, request)) {
+      out.how = named + ", positions within the Flux job's GPUs here: the node's GPUs " +
+                joined(*flux.gpus) + " (the job's R; FLUX_EXEC_CONSTRAINED_RESOURCES)";
+      return out;
+    }
+    request.unplaced_gpus = tokens;
+    out.how = named + ", by token";
+    out.warning =
+        named + " are positions within the Flux job's GPUs on this node (constrained " +
+        "resources), and " +
+        (flux.gpus ? "the job's R gives " + std::to_string(flux.gpus->size()) + " GPU(s) here"
+                   : flux.error) +
+        ": each worker gets its share of them, but cores are placed without their "
+        "locality";
+    return out;
+  }
   // Outside Slurm only: inside a job, a device cgroup may have renumbered them.
   if (!env(slurm::kJobId) && by_node_numbers(tokens, request)) {
     out.how = named + ", the node's GPU numbers";
@@ -158,9 +197,12 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request) {
   }
   request.unplaced_gpus = tokens;
   out.how = named + ", by token";
-  const bool mig = std::all_of(tokens.begin(), tokens.end(),
-                               [](const std::string& t) { return gpu_tokens::is_mig(t); });
-  if (!mig) {
+  // The planner places MIG instances and GPU UUIDs (PBS's cgroup hook, Slurm's env_uuid) on the
+  // node's GPUs itself, and says when it cannot.
+  const bool by_name = std::all_of(tokens.begin(), tokens.end(), [](const std::string& t) {
+    return gpu_tokens::is_mig(t) || gpu_tokens::is_gpu_uuid(t);
+  });
+  if (!by_name) {
     out.warning = "cannot tell which of the node's GPUs " + named +
                   " names: each worker gets its share of them, but cores are placed without "
                   "their locality";

@@ -85,4 +85,53 @@ out=$("${clean[@]}" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$runner" --plugstack "$tmp/
 [[ $? -eq 0 && "$out" == *"running unbound"* && "$out" == *command-ran* ]] &&
   ok "on_error=skip (from an included file): runs unbound, says so" || bad "on_error=skip" "$out"
 
+# Flux under resource containment (flux-core 0.89, FLUX_EXEC_CONSTRAINED_RESOURCES): its
+# gpu-affinity plugin writes positions among this node's GPUs in the job's R, which a flux
+# command on the PATH gives (here a stand-in printing what `flux getattr rank` and `flux job info
+# ID R` print): positions 0,1 of R's "6-7" on broker rank 1 are node GPUs 6 and 7.
+nvidia=$fixtures/dgx-h100.xml
+mkdir -p "$tmp/flux-bin"
+cat >"$tmp/flux-bin/flux" <<'FLUX'
+#!/bin/sh
+case "$*" in
+  "getattr rank") echo 1 ;;
+  "job info f2Bx9r7 R") echo '{"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":"0-7","gpu":"0-1"}},{"rank":"1","children":{"core":"0-7","gpu":"6-7"}}],"starttime":0,"expiration":0}}' ;;
+  *) echo "flux: $*: unexpected" >&2; exit 1 ;;
+esac
+FLUX
+chmod +x "$tmp/flux-bin/flux"
+flux_env=(FLUX_JOB_ID=f2Bx9r7 FLUX_TASK_LOCAL_ID=0 FLUX_TASK_RANK=0 FLUX_JOB_SIZE=2 FLUX_JOB_NNODES=2)
+by_node=$("${clean[@]}" "${flux_env[@]}" CUDA_VISIBLE_DEVICES=6,7 "$runner" "${site[@]}" \
+  --topology "$nvidia" "$check" --json 2>&1)
+out=$("${clean[@]}" PATH="$tmp/flux-bin:$PATH" "${flux_env[@]}" FLUX_EXEC_CONSTRAINED_RESOURCES=1 \
+  CUDA_VISIBLE_DEVICES=0,1 "$runner" "${site[@]}" --topology "$nvidia" --verbose "$check" --json 2>&1)
+json=$(grep '^{' <<<"$out")
+pcis=$(field GPUBIND_GPU_PCI "$(grep '^{' <<<"$by_node")")
+[[ -n "$pcis" && "$(field GPUBIND_GPU_PCI "$json")" == "$pcis" && "$(field CUDA_VISIBLE_DEVICES "$json")" == 0,1 &&
+  "$out" == *"the node's GPUs 6,7 (the job's R"* && "$out" != *"warning: CUDA"* ]] &&
+  ok "Flux, contained: positions 0,1 are R's node GPUs 6,7 ($pcis), named as the job numbers them" ||
+  bad "Flux contained positions" "$out" "uncontained 6,7: $by_node"
+out=$("${clean[@]}" PATH="$tmp/flux-bin:$PATH" "${flux_env[@]}" FLUX_JOB_ID=f9 FLUX_EXEC_CONSTRAINED_RESOURCES=1 \
+  CUDA_VISIBLE_DEVICES=0,1 "$runner" "${site[@]}" --topology "$nvidia" "$check" --json 2>&1)
+[[ "$out" == *"warning: CUDA_VISIBLE_DEVICES=0,1 are positions within the Flux job's GPUs"*"\`flux job info"*"failed"* &&
+  "$(field GPUBIND_BOUND "$(grep '^{' <<<"$out")")" == 1 ]] &&
+  ok "Flux, contained, R unreadable: bound by token, the user told why" || bad "Flux without R" "$out"
+
+# PBS's cgroup hook names a job's GPUs by UUID (pbs_cgroups.PY): placed on the GPU the node's
+# UUID names, found live (the NVIDIA driver's files in a sysfs/procfs test bed), with no warning.
+if python3 "$(dirname "$0")/../fsroot/make_tree.py" --spec "$(dirname "$0")/../fsroot/specs/dgx-h100.json" \
+  "$tmp/dgx-tree" >/dev/null 2>&1; then
+  gpu5=$(HWLOC_FSROOT=$tmp/dgx-tree "$build/bin/gpubindctl" topology --topology live --json |
+    python3 -c 'import json,sys; g=json.load(sys.stdin)["gpus"][5]; print(g["uuid"], g["pci"])')
+  out=$("${clean[@]}" HWLOC_FSROOT="$tmp/dgx-tree" PBS_JOBID=12.pbs PBS_TASKNUM=1 \
+    CUDA_VISIBLE_DEVICES="${gpu5% *}" "$runner" "${site[@]}" --topology live --local-rank 0 \
+    --local-size 1 "$check" --json 2>&1)
+  json=$(grep '^{' <<<"$out")
+  [[ -n "$gpu5" && "$(field GPUBIND_GPU_PCI "$json")" == "${gpu5#* }" && "$out" != *"cannot tell"* &&
+  "$out" != *"does not list"* ]] &&
+    ok "PBS: a GPU named by UUID is placed on its GPU (${gpu5#* })" || bad "PBS UUID" "$gpu5" "$out"
+else
+  bad "make_tree.py could not write the DGX H100 test bed"
+fi
+
 finish

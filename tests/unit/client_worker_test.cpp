@@ -251,9 +251,11 @@ TEST(WorkerGpus, AListSlurmNarrowedPerTaskIsHandedOutByToken) {
 TEST(WorkerGpus, WithoutSlurmNumbersAreTheNodesAndUuidsAreTokens) {
   EXPECT_EQ(gpus_of({{"ROCR_VISIBLE_DEVICES", "4,6"}}).request.gpus,
             (IndexTokens{{4, "4"}, {6, "6"}}));
-  const Gpus uuid = gpus_of({{"CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb"}});
+  // PBS's cgroup hook names GPUs by UUID: the planner places them by the node's UUIDs, and says
+  // so itself where it cannot; nothing to warn of here.
+  const Gpus uuid = gpus_of({{"PBS_JOBID", "12.pbs"}, {"CUDA_VISIBLE_DEVICES", "GPU-aa,GPU-bb"}});
   EXPECT_EQ(uuid.request.unplaced_gpus, (std::vector<std::string>{"GPU-aa", "GPU-bb"}));
-  EXPECT_FALSE(uuid.found.warning.empty());
+  EXPECT_TRUE(uuid.found.warning.empty()) << uuid.found.warning;
   const Gpus mig = gpus_of({{"CUDA_VISIBLE_DEVICES", "MIG-a,MIG-b"}});
   EXPECT_EQ(mig.request.unplaced_gpus.size(), 2u);
   EXPECT_TRUE(mig.found.warning.empty()) << "MIG instances are always handed out by token";
@@ -295,6 +297,72 @@ TEST(WorkerGpus, ARecordThatNoLongerMatchesIsNotUsed) {
                           {"GPUBIND_GPU_PCI", "0000:41:00.0,0000:42:00.0"}});
   EXPECT_TRUE(g.request.gpus_by_pci.empty());
   EXPECT_EQ(g.request.gpus, (IndexTokens{{1, "1"}}));
+}
+
+// Flux under resource containment writes positions among this node's GPUs in the job's R
+// (flux-core's gpu-affinity plugin with constrained resources); without it, R's ids, the node's.
+TEST(WorkerGpus, AContainedFluxJobsPositionsAreMappedThroughItsR) {
+  const Env env{{"FLUX_JOB_ID", "f2Bx9r7"},
+                {"FLUX_EXEC_CONSTRAINED_RESOURCES", "1"},
+                {"CUDA_VISIBLE_DEVICES", "0,1"}};
+  EXPECT_TRUE(flux_constrained(lookup(env)));
+  FluxJob flux{true, std::vector<int>{4, 6}, ""};
+  StepRequest request;
+  WorkerGpus found = worker_gpus(lookup(env), request, flux);
+  EXPECT_EQ(request.gpus, (IndexTokens{{4, "0"}, {6, "1"}}));
+  EXPECT_NE(found.how.find("the node's GPUs 4,6 (the job's R"), std::string::npos) << found.how;
+  EXPECT_TRUE(found.warning.empty());
+  // R unreadable, or naming fewer GPUs than the positions: by token, said.
+  StepRequest unread;
+  found = worker_gpus(lookup(env), unread, FluxJob{true, std::nullopt, "`flux job info` failed"});
+  EXPECT_TRUE(unread.gpus.empty());
+  EXPECT_EQ(unread.unplaced_gpus.size(), 2u);
+  EXPECT_NE(found.warning.find("positions within the Flux job's GPUs on this node"),
+            std::string::npos);
+  EXPECT_NE(found.warning.find("`flux job info` failed"), std::string::npos) << found.warning;
+  StepRequest short_r;
+  found = worker_gpus(lookup(env), short_r, FluxJob{true, std::vector<int>{4}, ""});
+  EXPECT_NE(found.warning.find("the job's R gives 1 GPU(s) here"), std::string::npos);
+  // Without containment the numbers are R's ids: the node's.
+  const Env plain{{"FLUX_JOB_ID", "f2Bx9r7"}, {"CUDA_VISIBLE_DEVICES", "4,6"}};
+  EXPECT_FALSE(flux_constrained(lookup(plain)));
+  EXPECT_FALSE(
+      flux_constrained(lookup({{"FLUX_JOB_ID", "f2"}, {"FLUX_EXEC_CONSTRAINED_RESOURCES", "0"}})));
+  EXPECT_EQ(gpus_of(plain).request.gpus, (IndexTokens{{4, "4"}, {6, "6"}}));
+}
+
+TEST(FluxR, TheRanksGpusAreReadFromRLite) {
+  const std::string r = R"({"version": 1, "execution": {"R_lite": [)"
+                        R"({"rank": "0-1", "children": {"core": "0-15", "gpu": "0-1"}},)"
+                        R"({"rank": "[2,5]", "children": {"core": "0-7", "gpu": "4,6"}},)"
+                        R"({"rank": "3", "children": {"core": "0-63"}}],)"
+                        R"("starttime": 1.7e9, "expiration": 0, "nodelist": ["n[0-3,5]"]}})";
+  EXPECT_EQ(*flux_rank_gpus(r, 1), (std::vector<int>{0, 1}));
+  EXPECT_EQ(*flux_rank_gpus(r, 5), (std::vector<int>{4, 6}));
+  EXPECT_TRUE(flux_rank_gpus(r, 3)->empty()) << "a rank without GPUs";
+  const auto absent = flux_rank_gpus(r, 4);
+  ASSERT_FALSE(absent);
+  EXPECT_NE(absent.error().message.find("no resources for broker rank 4"), std::string::npos);
+}
+
+TEST(FluxR, WhatIsNotAVersionOneRIsNamed) {
+  const auto message = [](std::string_view text) {
+    auto gpus = flux_rank_gpus(text, 0);
+    EXPECT_FALSE(gpus) << text;
+    return gpus ? std::string() : gpus.error().message;
+  };
+  EXPECT_NE(message("").find("not JSON at byte 0"), std::string::npos);
+  EXPECT_NE(message(R"({"version": 1, "execution": {"R_lite": [}})").find("not JSON"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"version": 2})").find("not version 1"), std::string::npos);
+  EXPECT_NE(message(R"({"version": 1, "execution": {}})").find("no execution.R_lite"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"version": 1} x)").find("text after"), std::string::npos);
+  EXPECT_NE(message(R"({"version": 1, "execution": {"R_lite": [{"rank": "0", "children": )"
+                    R"({"gpu": "x"}}]}})")
+                .find("R_lite gpu 'x'"),
+            std::string::npos);
+  EXPECT_NE(message(std::string(100, '[')).find("nested too deeply"), std::string::npos);
 }
 
 TEST(LauncherCpus, AWorkerItsLauncherBoundDividesTheLaunchersCpus) {

@@ -26,6 +26,7 @@
 #include "gpubind/launcher.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
+#include "flux_job_reader.h"
 
 namespace gpubind::run {
 namespace {
@@ -269,7 +270,8 @@ int run(const Options& o, client::OnError& site_on_error) {
   const client::LauncherCpus cpus = client::launcher_cpus();
   const std::optional<client::LauncherBinding> launcher_binding =
       client::launcher_binding(*place, o.self);
-  client::BuiltRequest built = client::launcher_step_request(*place, cpus.cpus, env_of, flags);
+  client::BuiltRequest built =
+      client::launcher_step_request(*place, cpus.cpus, env_of, flags, read_flux_job(env_of));
   // The launcher binds each worker's CPUs as it starts it (torchrun --numa-binding): the plan
   // sets nothing derived from CPUs, unless the site forces gpubind's binding.
   built.request.cpus_bound_at_launch = launcher_binding && !site.args.override_explicit;

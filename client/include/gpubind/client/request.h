@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpubind/client/flux_job.h"
 #include "gpubind/client/options.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/client/types.h"
@@ -43,8 +44,9 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
                                 const SiteArgs& site);
 
 // The workers a launcher started on this node (gpubind-run): `place` gives their count, `cpus`
-// the CPUs the launcher had (launcher_cpus); GPUs by worker_gpus's rules.
+// the CPUs the launcher had (launcher_cpus); GPUs by worker_gpus's rules (`flux`: a Flux job's
+// GPUs on this node, read by the caller).
 BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
-                                   const UserFlags& flags);
+                                   const UserFlags& flags, const FluxJob& flux = {});
 
 }  // namespace gpubind::client

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gpubind/client/flux_job.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/client/types.h"
 
@@ -22,9 +23,12 @@ struct WorkerGpus {
 //     bus ids (GPUBIND_GPUS, GPUBIND_GPU_PCI);
 //  3. a Slurm step: SLURM_STEP_GPUS beside the visibility list, position by position, where both
 //     list the same number of GPUs; in a batch script or salloc shell, SLURM_JOB_GPUS so;
-//  4. outside any Slurm job, numbers: the node's GPU numbers (no cgroup renumbering);
-//  5. anything else (UUIDs, MIG instances, a list Slurm narrowed per task): handed out by token,
-//     cores placed without their locality (with a warning, except for MIG instances).
-WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request);
+//  4. a Flux job under resource containment (`flux`): numbers are positions among this node's
+//     GPUs in the job's R, mapped through it (a warning where R could not be read);
+//  5. outside any Slurm job, numbers: the node's GPU numbers (no cgroup renumbering; a Flux job
+//     without containment writes R's ids, which are the node's);
+//  6. anything else (UUIDs, MIG instances, a list Slurm narrowed per task): handed out by token,
+//     the planner placing UUIDs and MIG instances on the node's GPUs (a warning for the rest).
+WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request, const FluxJob& flux = {});
 
 }  // namespace gpubind::client
