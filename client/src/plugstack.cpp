@@ -2,6 +2,7 @@
 
 #include <glob.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -17,7 +18,9 @@ bool loads_gpubind(const std::string& plugin) {
   return plugin.substr(slash == std::string::npos ? 0 : slash + 1) == "spank_gpubind.so";
 }
 
-Result<PlugstackLines> search_file(const std::string& path, int depth) {
+// `unmatched` collects the include patterns that named no file (SPANK skips them silently).
+Result<PlugstackLines> search_file(const std::string& path, int depth,
+                                   std::vector<std::string>* unmatched = nullptr) {
   std::ifstream in(path);
   if (!in) return make_error("cannot read " + path);
   std::stringstream text;
@@ -30,9 +33,11 @@ Result<PlugstackLines> search_file(const std::string& path, int depth) {
   for (std::string pattern : lines.includes) {
     if (pattern.front() != '/') pattern = folder + pattern;
     glob_t found{};
-    if (glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+    const int globbed = glob(pattern.c_str(), 0, nullptr, &found);
+    if (globbed != 0 && unmatched) unmatched->push_back(pattern);
+    if (globbed == 0) {
       for (size_t i = 0; i < found.gl_pathc; ++i) {
-        auto included = search_file(found.gl_pathv[i], depth + 1);
+        auto included = search_file(found.gl_pathv[i], depth + 1, unmatched);
         if (!included || included->gpubind_args) {
           globfree(&found);
           return included;
@@ -66,13 +71,42 @@ PlugstackLines read_plugstack_text(const std::string& text) {
 Result<PlugstackLines> gpubind_plugstack_line(const std::optional<std::string>& path,
                                               const std::optional<std::string>& slurm_conf) {
   if (path) return search_file(*path, 0);
-  std::string folder = "/etc/slurm/";
-  if (slurm_conf && !slurm_conf->empty())
-    folder = slurm_conf->substr(0, slurm_conf->rfind('/') + 1);
-  const std::string fallback = folder + "plugstack.conf";
-  std::ifstream probe(fallback);
+  const std::string conf = slurm_conf && !slurm_conf->empty() ? *slurm_conf : kSlurmConf;
+  std::ifstream slurm(conf);
+  std::stringstream text;
+  if (slurm) text << slurm.rdbuf();
+  const std::string plugstack = plugstack_path_of(conf, text.str());
+  std::ifstream probe(plugstack);
   if (!probe) return PlugstackLines{};
-  return search_file(fallback, 0);
+  return search_file(plugstack, 0);
+}
+
+std::string plugstack_path_of(const std::string& slurm_conf, const std::string& slurm_conf_text) {
+  std::istringstream in(slurm_conf_text);
+  for (std::string line; std::getline(in, line);) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const std::vector<std::string> words = split_words(line);
+    if (words.size() != 1) continue;
+    const size_t equals = words[0].find('=');
+    if (equals == std::string::npos) continue;
+    std::string key = words[0].substr(0, equals);
+    for (char& c : key)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (key == "plugstackconfig" && equals + 1 < words[0].size())
+      return words[0].substr(equals + 1);
+  }
+  return slurm_conf.substr(0, slurm_conf.rfind('/') + 1) + "plugstack.conf";
+}
+
+std::string why_gpubind_not_loaded(const std::string& plugstack) {
+  std::vector<std::string> unmatched;
+  auto lines = search_file(plugstack, 0, &unmatched);
+  if (!lines) return lines.error().message;
+  if (lines->gpubind_args) return "";
+  std::string why = "no line (in it or its includes) loads it";
+  for (const std::string& pattern : unmatched)
+    why += "; include " + pattern + " names no file here";
+  return why;
 }
 
 }  // namespace gpubind::client

@@ -250,6 +250,15 @@ std::vector<NodeFault> check_node(const Topology& topology, const SitePolicy& po
     }
   }
 
+  // A node whose slurmd loads no gpubind binds nothing, silently: under configless Slurm an
+  // include with a path separator is not shipped, and a glob matching nothing is skipped.
+  if (facts.plugstack && !facts.plugstack->missing.empty()) {
+    fault("plugin-not-loaded", "slurmd's plugstack (" + facts.plugstack->path +
+                                   ") loads no spank_gpubind.so: " + facts.plugstack->missing +
+                                   "; no step on this node is bound (see docs/admin.md, "
+                                   "\"Configless Slurm\")");
+  }
+
   if (facts.daemon_error && !facts.daemon_error->empty()) {
     fault("daemon", "gpubindd does not answer: " + *facts.daemon_error);
   }

@@ -3,6 +3,7 @@
 // the site's plugstack line.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -494,6 +495,38 @@ TEST(Plugstack, AMissingNamedFileIsAnErrorAndAMissingDefaultIsNot) {
   auto absent = gpubind_plugstack_line(std::nullopt, std::string("/nonexistent/slurm.conf"));
   ASSERT_TRUE(absent) << absent.error().message;
   EXPECT_FALSE(absent->gpubind_args);
+}
+
+TEST(Plugstack, SlurmdReadsPlugStackConfigElseTheFileBesideSlurmConf) {
+  EXPECT_EQ(plugstack_path_of("/var/spool/slurmd/conf-cache/slurm.conf", "ClusterName=x\n"),
+            "/var/spool/slurmd/conf-cache/plugstack.conf");
+  EXPECT_EQ(
+      plugstack_path_of("/etc/slurm/slurm.conf",
+                        "# PlugStackConfig=/old\nplugstackconfig=/opt/slurm/plugstack.conf\n"),
+      "/opt/slurm/plugstack.conf");
+}
+
+// SPANK's reading of includes: relative to the plugstack's folder, globs; one matching nothing
+// (a configless node, where a path-separated include was not shipped) is named.
+TEST(Plugstack, WhyTheGpubindLineIsNotLoadedNamesTheUnmatchedIncludes) {
+  char folder[] = "/tmp/gpubind-plugstack-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string dir = folder;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("plugstack.conf", "include plugstack.conf.d/*.conf\n");
+  EXPECT_NE(why_gpubind_not_loaded(dir + "/plugstack.conf")
+                .find("include " + dir + "/plugstack.conf.d/*.conf names no file here"),
+            std::string::npos);
+  ASSERT_EQ(mkdir((dir + "/plugstack.conf.d").c_str(), 0755), 0);
+  write("plugstack.conf.d/gpubind.conf", "optional spank_gpubind.so socket=/run/x.sock\n");
+  EXPECT_EQ(why_gpubind_not_loaded(dir + "/plugstack.conf"), "");
+  EXPECT_NE(why_gpubind_not_loaded(dir + "/absent.conf").find("cannot read"), std::string::npos);
+  EXPECT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
 }
 
 TEST(AnswerCheck, GpusNamedByBusIdMustBeTheRequestsOwn) {

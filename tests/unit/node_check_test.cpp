@@ -222,6 +222,17 @@ TEST(NodeCheck, TheDaemonMustAnswerWhenAsked) {
   EXPECT_NE(faults[0].message.find("daemon unavailable"), std::string::npos);
 }
 
+TEST(NodeCheck, APlugstackThatLoadsNoGpubindIsAFault) {
+  LiveFacts facts;
+  facts.plugstack = LiveFacts::Plugstack{"/run/slurm/conf/plugstack.conf", ""};
+  EXPECT_TRUE(check_node(fixture("lumi-g"), SitePolicy{}, facts).empty());
+  facts.plugstack->missing = "include plugstack.conf.d/*.conf names no file here";
+  const auto faults = check_node(fixture("lumi-g"), SitePolicy{}, facts);
+  ASSERT_EQ(codes(faults), std::vector<std::string>{"plugin-not-loaded"});
+  EXPECT_NE(faults[0].message.find("/run/slurm/conf/plugstack.conf"), std::string::npos);
+  EXPECT_NE(faults[0].message.find("names no file here"), std::string::npos);
+}
+
 TEST(NodeCheck, NicNameRangesExpandLikeSlurmHostLists) {
   EXPECT_EQ(*expand_nic_names("hsn[0-3]"),
             (std::vector<std::string>{"hsn0", "hsn1", "hsn2", "hsn3"}));

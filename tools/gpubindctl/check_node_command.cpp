@@ -8,11 +8,16 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ctl.h"
 #include "gpubind/api/binder_client.h"
+#include "gpubind/client/plugstack.h"
 #include "gpubind/discovery/live_facts.h"
 #include "gpubind/node_check.h"
 #include "gpubind/output/json.h"
@@ -54,6 +59,27 @@ std::optional<SlurmNodeLine> slurm_node_line() {
   return parse_slurm_node_line(text, command);
 }
 
+// The plugstack.conf slurmd reads here and whether it loads the plugin. slurm.conf as Slurm finds
+// it: SLURM_CONF (slurmd sets it to its conf-cache copy under configless Slurm, and its health
+// check inherits it), else /etc/slurm/slurm.conf, else configless slurmd's /run/slurm/conf.
+std::optional<LiveFacts::Plugstack> slurmd_plugstack() {
+  std::vector<std::pair<std::string, std::string>> candidates;
+  if (const char* conf = std::getenv("SLURM_CONF"); conf && *conf)
+    candidates.emplace_back(conf, "SLURM_CONF");
+  candidates.emplace_back(client::kSlurmConf, "the default");
+  candidates.emplace_back("/run/slurm/conf/slurm.conf", "configless slurmd's");
+  for (const auto& [path, how] : candidates) {
+    std::ifstream in(path);
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string plugstack = client::plugstack_path_of(path, text.str());
+    return LiveFacts::Plugstack{plugstack + ", from " + how + " " + path,
+                                client::why_gpubind_not_loaded(plugstack)};
+  }
+  return std::nullopt;  // no Slurm configuration here: nothing to check
+}
+
 }  // namespace
 
 int run_check_node(const Args& args) {
@@ -76,6 +102,7 @@ int run_check_node(const Args& args) {
   if (live) {
     facts = discovery::read_live_facts(node->topology);
     facts.slurm_node = slurm_node_line();
+    facts.plugstack = slurmd_plugstack();
     if (!args.has("no-daemon")) {
       auto access = daemon_access(args);
       if (!access) return fail(access.error().message);

@@ -44,13 +44,21 @@ struct LiveFacts {
   std::optional<std::string> daemon_error;
   // Slurm's node line; nullopt: not read (offline, no Slurm here, the controller unreachable).
   std::optional<SlurmNodeLine> slurm_node;
+  // The plugstack.conf slurmd reads on this node (includes followed as SPANK follows them) and
+  // why it loads no spank_gpubind.so ("" where it does); nullopt: not read (offline, no
+  // slurm.conf here).
+  struct Plugstack {
+    std::string path;     // the file and how it was found ("SLURM_CONF's PlugStackConfig")
+    std::string missing;  // "" where a line loads the plugin, else why not
+  };
+  std::optional<Plugstack> plugstack;
 };
 
 struct NodeFault {
   enum class Severity { kFault, kWarning };
   // Stable, for scripts and drain reasons: gpu-count, gpu-model, nic-count, nic-missing,
   // nic-down, gpu-nic-pairing, gpu-no-cpus, io-locality-unknown, numa-balancing, slurm-node,
-  // daemon; gpu-locality (warning).
+  // plugin-not-loaded, daemon; gpu-locality (warning).
   std::string code;
   std::string message;  // names the GPU (PCI bus id), NIC, expected and found values
   Severity severity = Severity::kFault;

@@ -21,11 +21,21 @@ struct PlugstackLines {
 };
 PlugstackLines read_plugstack_text(const std::string& text);
 
-// Slurm's plugstack.conf: `path` if given (it must exist), else PlugStackConfig's default,
-// beside the slurm.conf that SLURM_CONF names (else /etc/slurm/plugstack.conf), where it exists.
+inline constexpr const char* kSlurmConf = "/etc/slurm/slurm.conf";
+
+// Slurm's plugstack.conf: `path` if given (it must exist), else the one the slurm.conf that
+// SLURM_CONF names (else /etc/slurm/slurm.conf) gives (plugstack_path_of), where it exists.
 // Follows include lines (globs, at most 8 deep). No gpubind_args: no such line (the defaults
 // apply).
 Result<PlugstackLines> gpubind_plugstack_line(const std::optional<std::string>& path,
                                               const std::optional<std::string>& slurm_conf);
+
+// The plugstack.conf Slurm reads with `slurm_conf` (its path and text): its PlugStackConfig, else
+// plugstack.conf beside it (under configless Slurm: the copy slurmd fetched into its conf-cache).
+std::string plugstack_path_of(const std::string& slurm_conf, const std::string& slurm_conf_text);
+
+// Why `plugstack` (includes followed as SPANK follows them: relative to its folder, globs) loads
+// no spank_gpubind.so, naming each include that matched no file; "" where a line loads it.
+std::string why_gpubind_not_loaded(const std::string& plugstack);
 
 }  // namespace gpubind::client
