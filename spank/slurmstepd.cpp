@@ -26,6 +26,7 @@
 
 extern "C" {
 #include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT and the other special step ids
+#include <slurm/slurm_version.h>
 }
 
 namespace gpubind::spank {
@@ -331,6 +332,27 @@ client::TaskLaunch task_launch(int local_id) {
 }
 
 // Says what was kept from Slurm and the user, once per node.
+// An OCI container step (srun --container: srun exports SLURM_CONTAINER). Slurm before 23.02
+// wrote the container's config.json, environment included, when the step was set up, before any
+// task started (slurmstepd's container.c): no task variable, Slurm's or gpubind's, reaches the
+// container; the task's CPUs and memory policy do (the runtime inherits them). From 23.02 the
+// file is written after SPANK's task_init, with the task's final environment.
+void say_container_limits(spank_t sp, int local_id) {
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 2, 0)
+  const auto bundle = job_env(sp, "SLURM_CONTAINER");
+  if (!bundle || bundle->empty()) return;
+  say_once(local_id,
+           "this step runs in an OCI container (" + excerpt(*bundle) +
+               "): this Slurm writes the container's environment before its tasks start, so no "
+               "task variable reaches it (neither Slurm's GPU variables nor gpubind's); its CPUs "
+               "and memory policy do. Slurm 23.02 and later pass them; here, start the command "
+               "inside the container with gpubind-run (docs/launchers.md, \"Containers\")");
+#else
+  (void)sp;
+  (void)local_id;
+#endif
+}
+
 void say_what_stays(const PluginState& s, int local_id, const LaunchDecision& decision) {
   const ExplicitBinding& user = s.facts.user;
   if (decision.slurm_chose_gpus && !user.gpu.empty() && user.gpu != "none") {
@@ -409,6 +431,7 @@ int slurmstepd_task_init(spank_t sp) {
   if (decision.cpus_bound_at_launch)
     task = client::with_launch_cpus(task, current_affinity().to_list());
   say_what_stays(s, local_id, decision);
+  say_container_limits(sp, local_id);
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);

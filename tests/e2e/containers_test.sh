@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Slurm's OCI containers (srun --container=BUNDLE, oci.conf) with runc and crun: inside the
+# container each task runs on the CPUs gpubind planned, with its memory policy, as Slurm alone's
+# task runs on Slurm's. Its variables reach the container where the Slurm release passes the
+# task's environment (23.02 and later write config.json after SPANK's task_init); where it does
+# not (22.05), neither Slurm's nor gpubind's do, and the plugin says so and what to do.
+# A runtime that cannot run a container on this host at all (crun 1.8 on a host with cgroup v1
+# and v2 mounted together) is reported as skipped, with its own message.
+# Usage: containers_test.sh BUILD_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+source "$(dirname "$0")/lib.sh"
+
+# What a task sees inside the container: its CPUs, its first mapping's memory policy, and the
+# variables that say its binding.
+report='grep Cpus_allowed_list /proc/self/status; grep -m1 -oE " (prefer|bind|interleave|default)[^ ]*" /proc/self/numa_maps; env | grep -E "^(GPUBIND_BOUND|GPUBIND_CPUS|ROCR_VISIBLE_DEVICES|SLURM_STEP_GPUS)=" | sort'
+inside() { sed -nE "s/^$1[:=][[:space:]]*//p" <<<"$out" | head -1; }
+
+# Two GPU domains, a CPU each, and whole-node steps: Slurm binds a task to both CPUs, gpubind to
+# its GPU's, so the two bindings differ and the container shows whose it kept.
+topology=$(mktemp /tmp/gpubind-oci-XXXXXX.xml)
+python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 || exit 1
+
+check_runtime() {
+  local runtime=$1
+  e2e_start_cluster "oci-$runtime" 1 --oci "$runtime" --topology "$topology"
+  local bundle=$dir/oci-bundle release
+  release=$(srun --version | grep -oE '[0-9]+\.[0-9]+' | head -1)
+  run srun -n1 --gpus=1 --exclusive --container="$bundle" sh -c "$report"
+  if [[ $rc -ne 0 && "$out" == *"cgroups in hybrid mode not supported"* ]]; then
+    echo "skipped: $runtime cannot run a container on this host: $(grep -m1 hybrid <<<"$out")"
+    e2e_cleanup
+    trap - EXIT
+    return
+  fi
+  local slurms slurm_policy
+  slurms=$(inside Cpus_allowed_list)
+  slurm_policy=$(grep -m1 -oE "^ (prefer|bind|interleave|default)[^ ]*" <<<"$out" | tr -d ' ')
+  [[ $rc -eq 0 && -n "$slurms" && "$slurm_policy" == default ]] &&
+    ok "$runtime, Slurm $release alone: the task runs in the container on CPUs $slurms, memory policy $slurm_policy" ||
+    bad "$runtime: a container step without gpubind" "$out"
+  run srun -n1 --gpus=1 --exclusive --gpu-bind-auto=verbose --container="$bundle" sh -c "$report"
+  # The plan, as the plugin printed it before the runtime started: its CPUs and NUMA node.
+  local planned numa cpus policy
+  planned=$(sed -nE 's/.*rank 0 \(local 0\): cpus ([0-9,-]+) \(L3 [0-9]+, NUMA ([0-9]+)\).*/\1 \2/p' <<<"$out")
+  numa=${planned#* }
+  planned=${planned% *}
+  cpus=$(inside Cpus_allowed_list)
+  policy=$(grep -m1 -oE "^ (prefer|bind|interleave|default)[^ ]*" <<<"$out" | tr -d ' ')
+  [[ $rc -eq 0 && -n "$planned" && "$cpus" == "$planned" && "$policy" == "prefer:$numa" ]] &&
+    ok "$runtime, Slurm $release: inside the container the task runs on the planned CPUs $cpus (Slurm's: $slurms), memory preferred on NUMA $numa" ||
+    bad "$runtime: CPUs and memory policy inside the container (planned: ${planned:-none}, NUMA ${numa:-none}; inside: ${cpus:-none}, ${policy:-none})" "$out"
+  if [[ $release == 22.* ]]; then
+    [[ -z "$(inside GPUBIND_BOUND)" && -z "$(inside SLURM_STEP_GPUS)" &&
+      $(lines_with "this step runs in an OCI container") -eq 1 && "$out" == *"gpubind-run"* ]] &&
+      ok "$runtime, Slurm $release: no task variable reaches the container (Slurm's neither); the plugin says so once, and what to do" ||
+      bad "$runtime: variables on a release that does not pass them" "$out"
+  else
+    [[ "$(inside GPUBIND_BOUND)" == 1 && "$(inside GPUBIND_CPUS)" == "$cpus" &&
+      -n "$(inside ROCR_VISIBLE_DEVICES)" && "$out" != *"this step runs in an OCI container"* ]] &&
+      ok "$runtime, Slurm $release: gpubind's variables reach the container (GPUBIND_CPUS=$cpus, ROCR_VISIBLE_DEVICES=$(inside ROCR_VISIBLE_DEVICES))" ||
+      bad "$runtime: variables inside the container" "$out"
+  fi
+  e2e_no_node_drained
+  e2e_cleanup
+  trap - EXIT
+}
+
+for runtime in runc crun; do
+  if ! command -v "$runtime" >/dev/null && [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
+    bad "$runtime not installed (scripts/install-deps)"
+    continue
+  fi
+  check_runtime "$runtime"
+done
+rm -f "$topology"
+e2e_finish
