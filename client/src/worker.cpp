@@ -105,4 +105,13 @@ bool already_bound_by_plugin(const EnvLookup& env, const LocalRank& place) {
          env("GPUBIND_LOCAL_RANK") == std::to_string(place.rank);
 }
 
+std::optional<CpuSet> recorded_cpus_lost(const EnvLookup& env, const CpuSet& current) {
+  const auto recorded = env("GPUBIND_CPUS");
+  if (env("GPUBIND_BOUND") != "1" || !recorded) return std::nullopt;
+  auto cpus = CpuSet::parse_list(*recorded);
+  if (!cpus || cpus->empty() || *cpus == current || !cpus->is_subset_of(current))
+    return std::nullopt;
+  return *cpus;
+}
+
 }  // namespace gpubind::client

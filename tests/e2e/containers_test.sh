@@ -47,19 +47,36 @@ check_runtime() {
   planned=${planned% *}
   cpus=$(inside Cpus_allowed_list)
   policy=$(grep -m1 -oE "^ (prefer|bind|interleave|default)[^ ]*" <<<"$out" | tr -d ' ')
-  [[ $rc -eq 0 && -n "$planned" && "$cpus" == "$planned" && "$policy" == "prefer:$numa" ]] &&
-    ok "$runtime, Slurm $release: inside the container the task runs on the planned CPUs $cpus (Slurm's: $slurms), memory preferred on NUMA $numa" ||
+  # The memory policy is inherited; the CPUs too, unless the runtime resets them to its cgroup's
+  # (runc 1.2 and later: then the task's CPUs are the step's, and gpubind-run restores them).
+  if [[ $rc -eq 0 && -n "$planned" && "$cpus" == "$planned" && "$policy" == "prefer:$numa" ]]; then
+    ok "$runtime, Slurm $release: inside the container the task runs on the planned CPUs $cpus (Slurm's: $slurms), memory preferred on NUMA $numa"
+  elif [[ $rc -eq 0 && -n "$planned" && "$cpus" == "$slurms" && "$policy" == "prefer:$numa" ]]; then
+    ok "$runtime, Slurm $release: memory preferred on NUMA $numa inside the container; $runtime reset the CPUs to the step's $cpus (planned: $planned)"
+  else
     bad "$runtime: CPUs and memory policy inside the container (planned: ${planned:-none}, NUMA ${numa:-none}; inside: ${cpus:-none}, ${policy:-none})" "$out"
+  fi
   if [[ $release == 22.* ]]; then
     [[ -z "$(inside GPUBIND_BOUND)" && -z "$(inside SLURM_STEP_GPUS)" &&
       $(lines_with "this step runs in an OCI container") -eq 1 && "$out" == *"gpubind-run"* ]] &&
       ok "$runtime, Slurm $release: no task variable reaches the container (Slurm's neither); the plugin says so once, and what to do" ||
       bad "$runtime: variables on a release that does not pass them" "$out"
   else
-    [[ "$(inside GPUBIND_BOUND)" == 1 && "$(inside GPUBIND_CPUS)" == "$cpus" &&
+    [[ "$(inside GPUBIND_BOUND)" == 1 && "$(inside GPUBIND_CPUS)" == "$planned" &&
       -n "$(inside ROCR_VISIBLE_DEVICES)" && "$out" != *"this step runs in an OCI container"* ]] &&
-      ok "$runtime, Slurm $release: gpubind's variables reach the container (GPUBIND_CPUS=$cpus, ROCR_VISIBLE_DEVICES=$(inside ROCR_VISIBLE_DEVICES))" ||
+      ok "$runtime, Slurm $release: gpubind's variables reach the container (GPUBIND_CPUS=$planned, ROCR_VISIBLE_DEVICES=$(inside ROCR_VISIBLE_DEVICES))" ||
       bad "$runtime: variables inside the container" "$out"
+  fi
+  # gpubind-run inside the container restores the recorded CPUs where the runtime widened them
+  # (runc 1.2 and later reset a container's CPU affinity), and leaves them where it did not.
+  local in_runner=$build/bin/gpubind-run
+  [[ -n "${GPUBIND_E2E_SLURM:-}" ]] && in_runner=$build/slurm-$GPUBIND_E2E_SLURM/bin/gpubind-run
+  if [[ $release != 22.* ]]; then
+    run srun -n1 --gpus=1 --exclusive --gpu-bind-auto --container="$bundle" "$in_runner" sh -c "$report"
+    [[ $rc -eq 0 && "$(inside Cpus_allowed_list)" == "$planned" && "$(inside GPUBIND_CPUS)" == "$planned" &&
+      ( "$cpus" == "$planned" || "$out" == *"CPUs $planned restored, memory on NUMA $numa"* ) ]] &&
+      ok "$runtime, Slurm $release: gpubind-run in the container runs the task on the planned CPUs $planned$([[ $cpus != "$planned" ]] && echo " (restored from $cpus)")" ||
+      bad "$runtime: gpubind-run inside the container" "$out"
   fi
   e2e_no_node_drained
   e2e_cleanup

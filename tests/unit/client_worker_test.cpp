@@ -366,6 +366,20 @@ TEST(FluxR, WhatIsNotAVersionOneRIsNamed) {
   EXPECT_NE(message(std::string(100, '[')).find("nested too deeply"), std::string::npos);
 }
 
+// runc 1.2 and later reset a container task's CPUs to its cgroup's: gpubind-run restores the
+// plugin's where they were widened, never where the task narrowed them itself.
+TEST(AlreadyBound, RecordedCpusAreRestoredOnlyWhereTheyWereWidened) {
+  const Env env{{"GPUBIND_BOUND", "1"}, {"GPUBIND_CPUS", "8-15"}};
+  EXPECT_EQ(recorded_cpus_lost(lookup(env), *CpuSet::parse_list("0-63")),
+            *CpuSet::parse_list("8-15"));
+  EXPECT_FALSE(recorded_cpus_lost(lookup(env), *CpuSet::parse_list("8-15"))) << "as bound";
+  EXPECT_FALSE(recorded_cpus_lost(lookup(env), *CpuSet::parse_list("8-9"))) << "narrowed: kept";
+  EXPECT_FALSE(recorded_cpus_lost(lookup(env), *CpuSet::parse_list("16-31"))) << "elsewhere";
+  EXPECT_FALSE(recorded_cpus_lost(lookup({{"GPUBIND_CPUS", "8-15"}}), *CpuSet::parse_list("0-63")));
+  EXPECT_FALSE(recorded_cpus_lost(lookup({{"GPUBIND_BOUND", "1"}, {"GPUBIND_CPUS", "x"}}),
+                                  *CpuSet::parse_list("0-63")));
+}
+
 TEST(LauncherCpus, AWorkerItsLauncherBoundDividesTheLaunchersCpus) {
   const CpuSet all = *CpuSet::parse_list("0-15");
   const CpuSet none;

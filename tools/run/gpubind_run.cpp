@@ -241,6 +241,34 @@ void say_launcher_binding(const client::LauncherBinding& binding, bool kept) {
   }
 }
 
+// The plugin's binding of this task, restored where its CPUs were widened after the plugin set
+// them (runc 1.2 and later reset a container's CPU affinity to its cgroup's CPUs): the recorded
+// CPUs, and the memory preference on the recorded NUMA node. Said always: the user's container
+// runtime changed the binding.
+void restore_recorded_binding(const LocalRank& place, bool verbose) {
+  const CpuSet current = current_affinity();
+  const std::optional<CpuSet> lost = client::recorded_cpus_lost(env_of, current);
+  if (!lost) return;
+  const Status set = set_affinity(*lost);
+  std::string memory;
+  if (const auto numa = env_of("GPUBIND_NUMA")) {
+    if (const auto node = parse_whole_number(*numa, 0, 1 << 16); node && set)
+      memory = prefer_numa_node(static_cast<int>(*node)) ? ", memory on NUMA " + *numa : "";
+  }
+  if (!set) {
+    std::fprintf(stderr, "gpubind-run: local rank %d: CPUs %s (gpubind's) were widened to %s and "
+                 "cannot be restored: %s\n",
+                 place.rank, lost->to_list().c_str(), current.to_list().c_str(),
+                 set.error().message.c_str());
+    return;
+  }
+  if (verbose || place.rank == 0)
+    std::fprintf(stderr,
+                 "gpubind-run: local rank %d: CPUs %s restored%s (something between the plugin "
+                 "and here, such as a container runtime, had widened them to %s)\n",
+                 place.rank, lost->to_list().c_str(), memory.c_str(), current.to_list().c_str());
+}
+
 std::string host_name() {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -257,8 +285,10 @@ int run(const Options& o, client::OnError& site_on_error) {
   const Site site = site_of(o);
   const client::OnError on_error = site_on_error = site.args.on_error;
 
-  // A task the plugin bound as this very rank has its binding already.
+  // A task the plugin bound as this very rank has its binding already, unless a container
+  // runtime between the plugin and here reset its CPUs: then the recorded binding is restored.
   if (client::already_bound_by_plugin(env_of, *place)) {
+    restore_recorded_binding(*place, flags.verbose);
     if (flags.verbose)
       std::fprintf(stderr,
                    "gpubind-run: local rank %d of %d (%s) is bound by gpubind's plugin "

@@ -52,4 +52,10 @@ std::optional<LauncherBinding> launcher_binding(const LocalRank& place,
 // step run with --gpu-bind-auto, with nothing more to divide.
 bool already_bound_by_plugin(const EnvLookup& env, const LocalRank& place);
 
+// The CPUs the plugin bound this task to (GPUBIND_CPUS) where `current` is wider than them: a
+// container runtime that resets the CPU affinity (runc 1.2 and later put the task on its
+// cgroup's CPUs) dropped the binding, and re-applying it restores it. nullopt where the task
+// still runs on them, on fewer (its own choice, kept), or no CPUs were recorded.
+std::optional<CpuSet> recorded_cpus_lost(const EnvLookup& env, const CpuSet& current);
+
 }  // namespace gpubind::client
