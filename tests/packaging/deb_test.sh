@@ -53,6 +53,7 @@ plugin_dir=lib/$multiarch/slurm-wlm
 listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
 for path in usr/sbin/gpubindd usr/sbin/gpubind-healthcheck usr/share/gpubind/nhc/gpubind.nhc \
+  usr/share/gpubind/enroot/60-gpubind.sh \
   usr/bin/gpubindctl usr/bin/gpubind-check usr/bin/gpubind-run \
   "usr/$plugin_dir/spank_gpubind.so" "usr/$plugin_dir/libgpubind_stepd.so" \
   lib/systemd/system/gpubindd.service lib/systemd/system/gpubindd.socket \
