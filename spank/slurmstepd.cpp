@@ -186,6 +186,10 @@ Result<client::BuiltRequest> build_request(spank_t sp, const UserFlags& flags,
   char* cores = nullptr;
   if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores)
     shape.allowed_cores = cores;
+  int argc = 0;
+  char** argv = nullptr;
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0 && argv[0])
+    shape.command = argv[0];
   // The CPUs the kernel lets the step use, which Slurm's cores narrow to the step's: never
   // slurmstepd's own affinity, which core specialisation confines elsewhere (step_cpus.h).
   const auto allowed = client::cgroup_cpus();

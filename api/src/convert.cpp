@@ -242,6 +242,11 @@ Result<PlanRequest> request_from_proto(const v1::PlanRequest& proto) {
       proto.slurm_gpu_rule() == v1::SLURM_GPU_RULE_CLOSEST  ? SlurmGpuRule::kClosest
       : proto.slurm_gpu_rule() == v1::SLURM_GPU_RULE_SINGLE ? SlurmGpuRule::kSingle
                                                             : SlurmGpuRule::kNone;
+  if (proto.task_command().size() > kMaxTokenBytes)
+    return make_error("task_command longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+  if (!proto.task_command().empty() && !is_word(proto.task_command()))
+    return make_error("task_command " + quoted(proto.task_command()) + " is not a program name");
+  request.task_command = proto.task_command();
   if (proto.has_inherited_hip_visible_devices()) {
     if (proto.inherited_hip_visible_devices().size() > kMaxCpuListBytes)
       return make_error("inherited_hip_visible_devices exceeds " +
@@ -297,6 +302,7 @@ v1::PlanRequest request_to_proto(const PlanRequest& request) {
     proto.set_inherited_hip_visible_devices(*request.inherited_hip_visible_devices);
   proto.set_cpus_bound_at_launch(request.cpus_bound_at_launch);
   proto.set_gpus_named_by_slurm(request.gpus_named_by_slurm);
+  proto.set_task_command(request.task_command);
   proto.set_slurm_gpu_rule(
       request.slurm_gpu_rule == SlurmGpuRule::kClosest  ? v1::SLURM_GPU_RULE_CLOSEST
       : request.slurm_gpu_rule == SlurmGpuRule::kSingle ? v1::SLURM_GPU_RULE_SINGLE

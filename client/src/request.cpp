@@ -1,5 +1,7 @@
 #include "gpubind/client/request.h"
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <utility>
 
@@ -31,6 +33,21 @@ void add_warning(BuiltRequest& built, const std::string& warning) {
 
 }  // namespace
 
+namespace {
+
+// The base name of a task's program, where it is a plain word the daemon takes ("apptainer");
+// "" for anything else (a path to a folder, spaces, a name past the wire's limit).
+std::string command_name(const std::string& command) {
+  const std::string name = command.substr(command.rfind('/') + 1);
+  const bool word = !name.empty() && name.size() <= 64 &&
+                    std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                      return std::isalnum(c) != 0 || c == '_' || c == '-' || c == '.';
+                    });
+  return word ? name : "";
+}
+
+}  // namespace
+
 StepRequest make_request(const StepShape& shape, const UserFlags& flags, const EnvLookup& env) {
   StepRequest request;
   request.job_id = shape.job_id;
@@ -48,6 +65,7 @@ StepRequest make_request(const StepShape& shape, const UserFlags& flags, const E
   // A launcher name past the wire's token limit is no launcher oneCCL knows.
   request.ccl_process_launcher = env("CCL_PROCESS_LAUNCHER").value_or("").substr(0, 64);
   request.ccl_local_size = count_from_env(env, "CCL_LOCAL_SIZE");
+  request.task_command = command_name(shape.command);
   return request;
 }
 
@@ -89,8 +107,10 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
 }
 
 BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
-                                   const UserFlags& flags, const FluxJob& flux) {
+                                   const UserFlags& flags, const std::string& command,
+                                   const FluxJob& flux) {
   StepShape shape;
+  shape.command = command;
   shape.job_id = id_from_env(env, slurm::kJobId);
   shape.step_id = id_from_env(env, slurm::kStepId);
   shape.ntasks = place.size;

@@ -70,7 +70,13 @@ constexpr std::string_view kChangesWhatRuns[] = {
     "ZDOTDIR",
     "SLURM_*",
     "SPANK_*",
+    // The container runtimes' own settings (binds, overlays, the image): APPTAINER_BIND...
+    "APPTAINER_*",
+    "SINGULARITY_*",
 };
+
+// Apptainer and Singularity set NAME in the container from PREFIX+NAME (container_twin_of).
+constexpr std::string_view kContainerTwinPrefixes[] = {"APPTAINERENV_", "SINGULARITYENV_"};
 
 // What binding sets: the defaults, the shipped site policies, and their close relatives.
 constexpr std::string_view kBindingVariables[] = {
@@ -117,12 +123,23 @@ bool any_matches(std::string_view name, const Patterns& patterns) {
 
 }  // namespace
 
+std::string_view container_twin_of(std::string_view name) {
+  for (std::string_view prefix : kContainerTwinPrefixes) {
+    if (starts_with(name, prefix)) return name.substr(prefix.size());
+  }
+  return {};
+}
+
+// A twin is what its variable is inside the container: APPTAINERENV_LD_PRELOAD changes what runs.
 bool changes_what_runs(std::string_view name) {
-  return any_matches(name, kChangesWhatRuns);
+  const std::string_view inner = container_twin_of(name);
+  return any_matches(name, kChangesWhatRuns) || (!inner.empty() && changes_what_runs(inner));
 }
 
 bool is_binding_variable(std::string_view name, const std::vector<std::string>& site) {
   if (changes_what_runs(name)) return false;
+  if (const std::string_view inner = container_twin_of(name); !inner.empty())
+    return is_binding_variable(inner, site);
   return any_matches(name, kBindingVariables) || any_matches(name, site);
 }
 

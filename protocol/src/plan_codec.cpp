@@ -236,6 +236,7 @@ Result<std::string> encode_request(const StepRequest& r) {
   message.fixed_tasks.arg = const_cast<std::vector<FixedTask>*>(&r.fixed);
   message.cpus_bound_at_launch = r.cpus_bound_at_launch;
   message.gpus_named_by_slurm = r.gpus_named_by_slurm;
+  message.task_command = writes(r.task_command);
   message.slurm_gpu_rule =
       r.slurm_gpu_rule == "closest"  ? gpubind_v1_SlurmGpuRule_SLURM_GPU_RULE_CLOSEST
       : r.slurm_gpu_rule == "single" ? gpubind_v1_SlurmGpuRule_SLURM_GPU_RULE_SINGLE

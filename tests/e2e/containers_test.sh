@@ -83,6 +83,60 @@ check_runtime() {
   trap - EXIT
 }
 
+# Apptainer (packaged in Debian unstable only: the Slurm 26.05 root has it). The image is a
+# sandbox folder whose /usr and /etc are the node's, run as the job's user in a user namespace.
+# Without --cleanenv the task's variables pass into the container; with it only APPTAINERENV_*
+# do, which gpubind sets beside each of its variables for a task that runs apptainer. gpubind-run
+# inside the image divides the task among torchrun's workers there.
+check_apptainer() {
+  e2e_start_cluster apptainer 1
+  local release image=$dir/apptainer-image
+  release=$(srun --version | grep -oE '[0-9]+\.[0-9]+' | head -1)
+  mkdir -p "$image"/{usr,etc,proc,dev,sys,tmp,root,var/tmp}
+  ln -s usr/bin "$image/bin"
+  ln -s usr/lib "$image/lib"
+  ln -s usr/lib64 "$image/lib64"
+  ln -s usr/sbin "$image/sbin"
+  local in_build=$build
+  [[ -n "${GPUBIND_E2E_SLURM:-}" ]] && in_build=$build/slurm-$GPUBIND_E2E_SLURM
+  local apptainer=(apptainer -s exec --userns -B "/usr,/etc,$build,$here")
+  local cleanenv
+  for cleanenv in "" --cleanenv; do
+    local how="apptainer exec${cleanenv:+ $cleanenv}"
+    run srun -n1 --gpus=1 "${apptainer[@]}" $cleanenv "$image" sh -c "$report"
+    local slurms=$(inside Cpus_allowed_list) slurm_gpus=$(inside SLURM_STEP_GPUS)
+    [[ $rc -eq 0 && -n "$slurms" && ( -n "$cleanenv" || -n "$slurm_gpus" ) ]] &&
+      ok "$how, Slurm $release alone: CPUs $slurms${slurm_gpus:+, SLURM_STEP_GPUS=$slurm_gpus}${cleanenv:+, no task variable}" ||
+      bad "$how without gpubind" "$out"
+    run srun -n1 --gpus=1 --gpu-bind-auto=verbose "${apptainer[@]}" $cleanenv "$image" sh -c "$report"
+    local planned numa
+    planned=$(sed -nE 's/.*rank 0 \(local 0\): cpus ([0-9,-]+) \(L3 [0-9]+, NUMA ([0-9]+)\).*/\1 \2/p' <<<"$out")
+    numa=${planned#* }
+    planned=${planned% *}
+    [[ $rc -eq 0 && -n "$planned" && "$(inside Cpus_allowed_list)" == "$planned" &&
+      "$(grep -m1 -oE "^ (prefer|bind|default)[^ ]*" <<<"$out" | tr -d ' ')" == "prefer:$numa" &&
+      "$(inside GPUBIND_BOUND)" == 1 && "$(inside GPUBIND_CPUS)" == "$planned" &&
+      -n "$(inside ROCR_VISIBLE_DEVICES)" ]] &&
+      ok "$how, Slurm $release: the planned CPUs $planned, memory on NUMA $numa and gpubind's variables inside (ROCR_VISIBLE_DEVICES=$(inside ROCR_VISIBLE_DEVICES))" ||
+      bad "$how with gpubind" "$out"
+  done
+  # torchrun in the container, each worker started through gpubind-run there.
+  run srun --input=none -n1 -c2 --gpus=2 --gpu-bind-auto "${apptainer[@]}" "$image" \
+    env PYTHONPATH="$here/torch_shim" torchrun --standalone --nproc_per_node 2 --redirects 1 \
+    --tee 1 --log_dir "$dir/torchrun" --no_python "$in_build/bin/gpubind-run" "$in_build/bin/gpubind-check" --json
+  local json cpus
+  json=$(sed -E 's/^\[[a-z]+[0-9]+\]://' <<<"$out" | grep '^{')
+  cpus=$(sed -nE 's/.*"cpus":"([^"]*)".*/\1/p' <<<"$json" | sort -u | tr '\n' ' ')
+  [[ $rc -eq 0 && $(grep -c '"GPUBIND_BOUND":"1"' <<<"$json") -eq 2 &&
+    $(sed -nE 's/.*"GPUBIND_GPU_PCI":"([^"]*)".*/\1/p' <<<"$json" | sort -u | wc -l) -eq 2 &&
+    $(wc -w <<<"$cpus") -eq 2 ]] &&
+    ok "torchrun in the container: its 2 workers each bound by gpubind-run, a GPU and CPUs ($cpus) each" ||
+    bad "torchrun inside apptainer" "$out"
+  e2e_no_node_drained
+  e2e_cleanup
+  trap - EXIT
+}
+
 for runtime in runc crun; do
   if ! command -v "$runtime" >/dev/null && [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
     bad "$runtime not installed (scripts/install-deps)"
@@ -91,4 +145,10 @@ for runtime in runc crun; do
   check_runtime "$runtime"
 done
 rm -f "$topology"
+if command -v apptainer >/dev/null ||
+  { [[ -n "${GPUBIND_E2E_SLURM:-}" ]] && "$here/slurm-root" exec "$GPUBIND_E2E_SLURM" -- sh -c 'command -v apptainer' >/dev/null; }; then
+  check_apptainer
+else
+  echo "skipped: Apptainer (packaged in Debian unstable only: run under scripts/test --slurm 26.05)"
+fi
 e2e_finish

@@ -33,6 +33,7 @@ inline PlanRequest request_with_every_field() {
   r.cpus_bound_at_launch = true;
   r.gpus_named_by_slurm = true;
   r.slurm_gpu_rule = SlurmGpuRule::kClosest;
+  r.task_command = "apptainer";
   return r;
 }
 
@@ -74,6 +75,7 @@ inline void expect_same_request(const PlanRequest& back, const PlanRequest& sent
   EXPECT_EQ(back.cpus_bound_at_launch, sent.cpus_bound_at_launch);
   EXPECT_EQ(back.gpus_named_by_slurm, sent.gpus_named_by_slurm);
   EXPECT_EQ(back.slurm_gpu_rule, sent.slurm_gpu_rule);
+  EXPECT_EQ(back.task_command, sent.task_command);
 }
 
 // The plan, failing the test (and giving an empty plan) where the planner refuses.

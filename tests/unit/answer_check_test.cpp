@@ -34,6 +34,22 @@ TEST(EnvNames, NamesThatChangeWhatRunsAreNeverBindingVariables) {
   EXPECT_TRUE(is_binding_variable("MY_SITE_VAR", {"MY_SITE_VAR"})) << "a site's name";
 }
 
+// APPTAINERENV_NAME is NAME inside the container: judged as NAME; the runtimes' own settings
+// (APPTAINER_BIND...) change what runs.
+TEST(EnvNames, AContainerRuntimesTwinIsJudgedAsItsVariable) {
+  EXPECT_TRUE(is_binding_variable("APPTAINERENV_CUDA_VISIBLE_DEVICES"));
+  EXPECT_TRUE(is_binding_variable("SINGULARITYENV_GPUBIND_CPUS"));
+  EXPECT_EQ(container_twin_of("APPTAINERENV_OMP_NUM_THREADS"), "OMP_NUM_THREADS");
+  EXPECT_EQ(container_twin_of("OMP_NUM_THREADS"), "");
+  for (const char* name : {"APPTAINERENV_LD_PRELOAD", "SINGULARITYENV_PATH", "APPTAINER_BIND",
+                           "SINGULARITY_CONTAINER", "APPTAINERENV_SLURM_JOB_ID"}) {
+    EXPECT_TRUE(changes_what_runs(name)) << name;
+    EXPECT_FALSE(is_binding_variable(name, {"*"})) << name;
+  }
+  EXPECT_FALSE(is_binding_variable("APPTAINERENV_FI_CXI_DEFAULT_VNI"));
+  EXPECT_TRUE(is_binding_variable("APPTAINERENV_FI_CXI_DEFAULT_VNI", {"FI_CXI_*"}));
+}
+
 TEST(SiteArgs, DaemonUserAndAllowedVariables) {
   auto site = parse_site_args({"daemon_user=gpubindd", "env_allow=FI_CXI_*,MY_VAR"});
   ASSERT_TRUE(site) << site.error().message;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../support/fixtures.h"
+#include "gpubind/env_names.h"
 
 namespace gpubind {
 namespace {
@@ -178,6 +179,42 @@ TEST(EnvRender, TaskWithoutGpusOrNicGetsOnlyItsCpus) {
                                      {"GPUBIND_BOUND", "1"},
                                      {"GPUBIND_LOCAL_RANK", "0"},
                                      {"GPUBIND_CPUS", "0-1"}}));
+}
+
+// A task started through Apptainer (or Singularity) gets each variable the plan sets whatever the
+// task's own environment holds twice: as itself and as the runtime's twin, which --cleanenv keeps.
+// One a user's own value wins over (only_if_unset) has no twin; another program gets none.
+TEST(EnvRender, ApptainerTasksGetEachUnconditionalVariableAsATwin) {
+  std::vector<std::string> warnings;
+  for (const auto& [command, prefix] :
+       {std::pair{"apptainer", "APPTAINERENV_"}, std::pair{"singularity", "SINGULARITYENV_"}}) {
+    PlanRequest request;
+    request.omp_places = true;
+    request.task_command = command;
+    std::vector<TaskPlan> tasks = two_tasks();
+    render_env(two_nic_node(), SitePolicy(), request, tasks, warnings);
+    size_t twins = 0;
+    for (const EnvVar var : tasks[1].env) {
+      const std::string twin = prefix + std::string(var.name);
+      if (std::string(var.name).rfind(prefix, 0) == 0) continue;
+      const Vars vars = vars_of(tasks[1]);
+      if (var.only_if_unset) {
+        EXPECT_EQ(vars.count(twin), 0u) << twin;
+      } else {
+        ASSERT_EQ(vars.count(twin), 1u) << twin;
+        EXPECT_EQ(vars.at(twin), std::string(var.value)) << twin;
+        ++twins;
+      }
+    }
+    EXPECT_GE(twins, 5u) << command;
+    EXPECT_EQ(vars_of(tasks[1]).at(std::string(prefix) + "ROCR_VISIBLE_DEVICES"), "1,2");
+  }
+  PlanRequest python;
+  python.task_command = "python3";
+  std::vector<TaskPlan> tasks = two_tasks();
+  render_env(two_nic_node(), SitePolicy(), python, tasks, warnings);
+  for (const EnvVar var : tasks[0].env)
+    EXPECT_TRUE(container_twin_of(var.name).empty()) << var.name;
 }
 
 // make_plan's environment is render_env's over its own task plans.

@@ -80,6 +80,7 @@ v1::PlanRequest full_request() {
     request.set_unplaced_gpus(i, "MIG-" + std::to_string(i));
   request.set_inherited_hip_visible_devices("1,0");
   request.set_ccl_process_launcher("hydra");
+  request.set_task_command("apptainer");
   request.set_ntasks(static_cast<uint32_t>(request.fixed_tasks_size()));  // one per task
   for (v1::FixedTask& task : *request.mutable_fixed_tasks())
     task.set_cpus("2-3");
@@ -147,6 +148,7 @@ protocol::StepRequest step_request(const v1::PlanRequest& p, bool gpus_by_pci) {
                                                                        : "";
   r.hip_inherited = p.has_inherited_hip_visible_devices();
   r.inherited_hip = p.inherited_hip_visible_devices();
+  r.task_command = p.task_command();
   return r;
 }
 

@@ -38,6 +38,7 @@ StepRequest step_with_every_field() {
   r.cpus_bound_at_launch = true;
   r.gpus_named_by_slurm = true;
   r.slurm_gpu_rule = "closest";
+  r.task_command = "apptainer";
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "flux_job_reader.h"
 #include "gpubind/affinity.h"
 #include "gpubind/client/apply.h"
 #include "gpubind/client/launch.h"
@@ -26,7 +27,6 @@
 #include "gpubind/launcher.h"
 #include "gpubind/parse.h"
 #include "gpubind/protocol/client.h"
-#include "flux_job_reader.h"
 
 namespace gpubind::run {
 namespace {
@@ -256,7 +256,8 @@ void restore_recorded_binding(const LocalRank& place, bool verbose) {
       memory = prefer_numa_node(static_cast<int>(*node)) ? ", memory on NUMA " + *numa : "";
   }
   if (!set) {
-    std::fprintf(stderr, "gpubind-run: local rank %d: CPUs %s (gpubind's) were widened to %s and "
+    std::fprintf(stderr,
+                 "gpubind-run: local rank %d: CPUs %s (gpubind's) were widened to %s and "
                  "cannot be restored: %s\n",
                  place.rank, lost->to_list().c_str(), current.to_list().c_str(),
                  set.error().message.c_str());
@@ -300,8 +301,8 @@ int run(const Options& o, client::OnError& site_on_error) {
   const client::LauncherCpus cpus = client::launcher_cpus();
   const std::optional<client::LauncherBinding> launcher_binding =
       client::launcher_binding(*place, o.self);
-  client::BuiltRequest built =
-      client::launcher_step_request(*place, cpus.cpus, env_of, flags, read_flux_job(env_of));
+  client::BuiltRequest built = client::launcher_step_request(
+      *place, cpus.cpus, env_of, flags, o.command.front(), read_flux_job(env_of));
   // The launcher binds each worker's CPUs as it starts it (torchrun --numa-binding): the plan
   // sets nothing derived from CPUs, unless the site forces gpubind's binding.
   built.request.cpus_bound_at_launch = launcher_binding && !site.args.override_explicit;

@@ -21,4 +21,9 @@ bool changes_what_runs(std::string_view name);
 // Never true for a name that changes what runs.
 bool is_binding_variable(std::string_view name, const std::vector<std::string>& site = {});
 
+// The variable a container runtime sets from `name` inside the container (APPTAINERENV_NAME and
+// SINGULARITYENV_NAME set NAME, even under --cleanenv); "" for any other name. Both rules above
+// judge such a twin by that variable.
+std::string_view container_twin_of(std::string_view name);
+
 }  // namespace gpubind

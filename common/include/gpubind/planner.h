@@ -97,6 +97,8 @@ struct PlanRequest {
   bool gpus_named_by_slurm = false;
   // With every task's CPUs fixed: the rule Slurm chooses their GPUs by, which the plan follows.
   SlurmGpuRule slurm_gpu_rule = SlurmGpuRule::kNone;
+  // The program each task runs first, its base name ("apptainer"); "" = not known (binder.proto).
+  std::string task_command;
 };
 
 // One variable of a task's environment, as EnvList hands it out (views into the list).

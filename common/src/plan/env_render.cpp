@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "gpubind/env.h"
+#include "gpubind/env_names.h"
 #include "gpubind/gpu_vendors.h"
 #include "gpubind/parse.h"
 #include "plan_arena.h"
@@ -583,6 +584,28 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
 
 // Explaining: each variable of the task's environment, in order, with the rule that set it;
 // the templates' rules are in `rules` already, the rest are gpubind's own.
+// Apptainer and Singularity start a container's command with an environment of their own: the
+// host's without --cleanenv, only PREFIX-named variables (APPTAINERENV_NAME sets NAME) with it.
+// "" for any other program.
+std::string_view container_env_prefix(std::string_view command) {
+  if (command == "apptainer") return "APPTAINERENV_";
+  if (command == "singularity") return "SINGULARITYENV_";
+  return "";
+}
+
+// Each variable the task gets whatever its own environment holds, again under the runtime's
+// prefix, so that --cleanenv keeps the binding. One a user's own value wins over is not twinned:
+// inside the container the twin would replace the user's value.
+void add_container_twins(std::string_view prefix, EnvList& env) {
+  std::vector<std::pair<std::string, std::string>> twins;
+  for (const EnvVar var : env) {
+    if (!var.only_if_unset)
+      twins.emplace_back(std::string(prefix) + std::string(var.name), std::string(var.value));
+  }
+  for (const auto& [name, value] : twins)
+    env.add(name, value);
+}
+
 void order_env_rules(const EnvList& env, std::vector<EnvRule>& rules) {
   std::vector<EnvRule> ordered;
   ordered.reserve(env.size());
@@ -596,9 +619,10 @@ void order_env_rules(const EnvList& env, std::vector<EnvRule>& rules) {
     }
     EnvRule own;
     own.name = std::string(var.name);
-    own.group = own.name.rfind("OMP_", 0) == 0       ? "omp_places"
-                : own.name.rfind("GPUBIND_", 0) == 0 ? "gpubind"
-                                                     : "mixed-vendor";
+    own.group = own.name.rfind("OMP_", 0) == 0         ? "omp_places"
+                : own.name.rfind("GPUBIND_", 0) == 0   ? "gpubind"
+                : !container_twin_of(own.name).empty() ? "container"
+                                                       : "mixed-vendor";
     ordered.push_back(std::move(own));
   }
   rules = std::move(ordered);
@@ -665,6 +689,8 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     }
     if (task.nic_index >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
     if (task.numa_node >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_node).view());
+    if (const std::string_view prefix = container_env_prefix(request.task_command); !prefix.empty())
+      add_container_twins(prefix, env);
     bytes = env.bytes();
     if (rules) order_env_rules(env, *rules);
   }

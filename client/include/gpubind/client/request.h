@@ -24,6 +24,8 @@ struct StepShape {
   // The step's own choice of hardware threads per core (Slurm's --threads-per-core or
   // --hint=nomultithread); 0 where the launcher made none. The user's smt= flag wins over it.
   int threads_per_core = 0;
+  // The program the tasks run first (their argv[0]); its base name goes into the request.
+  std::string command;
 };
 
 // The request's shape and the user's flags; GPUs are left for the caller's rule.
@@ -45,8 +47,9 @@ BuiltRequest slurm_step_request(StepShape shape, const EnvLookup& env, const Use
 
 // The workers a launcher started on this node (gpubind-run): `place` gives their count, `cpus`
 // the CPUs the launcher had (launcher_cpus); GPUs by worker_gpus's rules (`flux`: a Flux job's
-// GPUs on this node, read by the caller).
+// GPUs on this node, read by the caller); `command`: the program each worker runs.
 BuiltRequest launcher_step_request(const LocalRank& place, const CpuSet& cpus, const EnvLookup& env,
-                                   const UserFlags& flags, const FluxJob& flux = {});
+                                   const UserFlags& flags, const std::string& command = "",
+                                   const FluxJob& flux = {});
 
 }  // namespace gpubind::client

@@ -44,6 +44,7 @@ struct StepRequest {
   bool cpus_bound_at_launch = false;  // each task's CPUs are bound as it starts
   bool gpus_named_by_slurm = false;   // Slurm's variables name each task's GPUs
   std::string slurm_gpu_rule;         // "", "closest" or "single": with fixed CPUs
+  std::string task_command;           // the program each task runs first, base name; "" = unknown
 };
 
 // Whether the request carries what Slurm or the user fixed, which a daemon older than them
