@@ -17,6 +17,7 @@
 #include "gpubind/client/launch.h"
 #include "gpubind/client/plan_source.h"
 #include "gpubind/client/request.h"
+#include "gpubind/client/slurm_gpu_choice.h"
 #include "gpubind/client/step_cpus.h"
 #include "gpubind/client/step_env.h"
 #include "gpubind/parse.h"
@@ -357,6 +358,24 @@ void say_container_limits(spank_t sp, int local_id) {
 #endif
 }
 
+// Slurm's per-task GPU binding under ConstrainDevices: each task's device cgroup holds its own
+// GPUs alone. Said once per node, by the one task whose numbering shows it.
+void say_gpu_isolation(const PluginState& s, int local_id, const TaskBinding& task,
+                       const std::vector<int>& step_gpus, const client::EnvLookup& task_env) {
+  if (local_id != client::task_showing_gpu_isolation(s.plan, step_gpus)) return;
+  std::vector<int> gpus;
+  for (const auto& gpu : task.gpus)
+    if (gpu.node_index >= 0) gpus.push_back(gpu.node_index);
+  if (!client::gpus_isolated_per_task(task_env, gpus, step_gpus)) return;
+  std::fprintf(stderr,
+               "gpubind: warning: Slurm gave each task a device cgroup of its own GPUs "
+               "(--gpus-per-task or --gpu-bind, under the site's ConstrainDevices): the tasks "
+               "cannot open each other's GPUs, so GPU peer-to-peer between them (CUDA IPC, NCCL "
+               "and RCCL P2P, GPU-aware MPI) fails or goes through host memory. Add "
+               "--gres-flags=allow-task-sharing (Slurm 23.11.4 and later), or ask for --gpus=N "
+               "without a per-task option and let gpubind share the GPUs out\n");
+}
+
 void say_what_stays(const PluginState& s, int local_id, const LaunchDecision& decision) {
   const ExplicitBinding& user = s.facts.user;
   if (decision.slurm_chose_gpus && !user.gpu.empty() && user.gpu != "none") {
@@ -436,6 +455,8 @@ int slurmstepd_task_init(spank_t sp) {
     task = client::with_launch_cpus(task, current_affinity().to_list());
   say_what_stays(s, local_id, decision);
   say_container_limits(sp, local_id);
+  if (decision.slurm_chose_gpus)
+    say_gpu_isolation(s, local_id, task, step_indices, task_env.lookup());
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);

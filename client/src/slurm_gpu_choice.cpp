@@ -216,6 +216,41 @@ std::vector<int> relative_gpu_ids(const EnvLookup& env) {
   return sorted(job_gpus ? *job_gpus : *global);
 }
 
+namespace {
+
+std::vector<int> gpus_of(const TaskBinding& task) {
+  std::vector<int> gpus;
+  for (const TaskGpuInfo& gpu : task.gpus)
+    if (gpu.node_index >= 0) gpus.push_back(gpu.node_index);
+  return sorted(gpus);
+}
+
+}  // namespace
+
+bool gpus_isolated_per_task(const EnvLookup& task_env, std::vector<int> task_gpus,
+                            std::vector<int> step_gpus) {
+  const auto visibility = slurm_visibility_var(task_env);
+  const auto listed = visibility ? parse_indices(visibility->value) : std::nullopt;
+  if (!listed || task_gpus.empty() || listed->size() != task_gpus.size()) return false;
+  task_gpus = sorted(task_gpus);
+  std::vector<int> from_zero(task_gpus.size());
+  std::iota(from_zero.begin(), from_zero.end(), 0);
+  return sorted(*listed) == from_zero && task_gpus != from_zero &&
+         task_gpus != first_gpus(step_gpus, task_gpus.size());
+}
+
+int task_showing_gpu_isolation(const StepPlan& plan, std::vector<int> step_gpus) {
+  if (plan.tasks.size() < 2) return -1;  // one task has no peer to reach
+  for (const TaskBinding& task : plan.tasks) {
+    const std::vector<int> gpus = gpus_of(task);
+    std::vector<int> from_zero(gpus.size());
+    std::iota(from_zero.begin(), from_zero.end(), 0);
+    if (!gpus.empty() && gpus != from_zero && gpus != first_gpus(step_gpus, gpus.size()))
+      return task.rank;
+  }
+  return -1;
+}
+
 bool gpus_chosen_by_cpus(const std::string& binding) {
   const std::string kind = binding.substr(0, binding.find(':'));
   return kind == "closest" || kind == "single";

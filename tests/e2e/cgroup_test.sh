@@ -44,6 +44,20 @@ check_step "ConstrainDevices, --gpu-bind=map_gpu:1,0: each task names Slurm's GP
 check_step "ConstrainDevices, --gpus-per-task=2 order=cpu: each task names its own two GPUs" \
   exact -n2 --gpus=4 --gpus-per-task=2 --gpu-bind-auto=order=cpu
 
+# Slurm's per-task GPUs under ConstrainDevices: each task may open its own GPU alone (the probe's
+# open= list), and the plugin says once what that costs and what to do; where gpubind shares the
+# step's GPUs out, every task may open all of them and nothing is said.
+isolation="warning: Slurm gave each task a device cgroup of its own GPUs"
+out=$(timeout 60 srun -N1 -n2 --gpus-per-task=1 --gpu-bind-auto bash -c "$probe" 2>&1)
+[[ $(grep -c "$isolation" <<<"$out") -eq 1 && "$out" == *"allow-task-sharing"* &&
+  $(grep -cE '^task [01] .*open=[0-9] $' <<<"$out") -eq 2 ]] &&
+  ok "ConstrainDevices, --gpus-per-task=1: each task opens its own GPU alone, said once with allow-task-sharing" ||
+  bad "per-task device cgroups" "$out"
+out=$(timeout 60 srun -N1 -n2 --gpus=2 --gpu-bind-auto bash -c "$probe" 2>&1)
+[[ "$out" != *"$isolation"* && $(grep -cE '^task [01] .*open=[0-9] [0-9] $' <<<"$out") -eq 2 ]] &&
+  ok "ConstrainDevices, --gpus=2: every task may open the step's GPUs; nothing said" ||
+  bad "step-wide device cgroup" "$out"
+
 # Another job holds GPUs 0 and 1: this step's GPUs are 2 and 3, which its tasks see as 0 and 1.
 sbatch -N1 -n1 --gpus=2 -o /dev/null --wrap "sleep 60" >/dev/null
 for _ in $(seq 100); do [[ "$(squeue -h -t R | wc -l)" -ge 1 ]] && break; sleep 0.1; done

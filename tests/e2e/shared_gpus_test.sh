@@ -68,6 +68,11 @@ for _ in $(seq 100); do [[ "$(squeue -h -t R | wc -l)" -ge 1 ]] && break; sleep 
 check_share "--gres=shard:1 beside another job's shards" -n1 --gres=shard:1
 scancel --quiet --user="$(id -un)"
 for _ in $(seq 100); do [[ "$(squeue -h | wc -l)" -eq 0 ]] && break; sleep 0.1; done
+# Without ConstrainDevices --gpus-per-task gives each task its GPU in its variables only: every
+# task may open every GPU, and the plugin says nothing of device cgroups.
+run srun -N1 -n2 --gpus-per-task=1 --gpu-bind-auto "$check" --json
+[[ $rc -eq 0 && "$out" != *"device cgroup of its own"* ]] &&
+  ok "--gpus-per-task=1 without ConstrainDevices: no device cgroup warning" || bad "no isolation warning" "$out"
 e2e_no_node_drained
 e2e_cleanup
 

@@ -137,6 +137,35 @@ CpuSet cpus(const std::string& list) {
   return *CpuSet::parse_list(list);
 }
 
+// --gpus-per-task=1 on GPUs 0-3: under ConstrainDevices each task's list is "0" (its own
+// numbering, its cgroup holding its GPU alone); without it node indices; with
+// --gres-flags=allow-task-sharing (24.05.2 and later) indices within the job. Task 1 is the first
+// whose GPU is not the step's first: it tells, and says it.
+TEST(GpuIsolation, OnlyDevicesNumberedFromZeroForAnotherGpuShowIt) {
+  const StepPlan plan = four_task_plan();
+  EXPECT_EQ(task_showing_gpu_isolation(plan, kFourGpus), 1);
+  EXPECT_TRUE(gpus_isolated_per_task(
+      task_env({{"CUDA_VISIBLE_DEVICES", "0"}, {"SLURM_STEP_GPUS", "0"}}), {1}, kFourGpus));
+  EXPECT_FALSE(gpus_isolated_per_task(
+      task_env({{"CUDA_VISIBLE_DEVICES", "1"}, {"SLURM_STEP_GPUS", "1"}}), {1}, kFourGpus))
+      << "node indices (no ConstrainDevices) or allow-task-sharing's indices within the job";
+  EXPECT_FALSE(gpus_isolated_per_task(task_env({{"CUDA_VISIBLE_DEVICES", "0"}}), {0}, kFourGpus))
+      << "the step's first GPU reads \"0\" in every numbering";
+  // A job holding GPUs 2 and 3: with allow-task-sharing task 1 reads "1" (within the job), under
+  // ConstrainDevices alone "0".
+  EXPECT_FALSE(gpus_isolated_per_task(task_env({{"CUDA_VISIBLE_DEVICES", "1"}}), {3}, {2, 3}));
+  EXPECT_TRUE(gpus_isolated_per_task(task_env({{"CUDA_VISIBLE_DEVICES", "0"}}), {3}, {2, 3}));
+  // Two GPUs per task: task 1 holds 2 and 3, listed "0,1" only under ConstrainDevices.
+  EXPECT_TRUE(
+      gpus_isolated_per_task(task_env({{"ROCR_VISIBLE_DEVICES", "0,1"}}), {2, 3}, kFourGpus));
+  EXPECT_FALSE(
+      gpus_isolated_per_task(task_env({{"ROCR_VISIBLE_DEVICES", "2,3"}}), {2, 3}, kFourGpus));
+  // One task, or every task on the step's first GPUs: nobody can tell, nobody says it.
+  StepPlan one = plan;
+  one.tasks.resize(1);
+  EXPECT_EQ(task_showing_gpu_isolation(one, kFourGpus), -1);
+}
+
 TEST(GpusNearCpus, TheStepsGpusWhoseDomainHoldsOneOfTheCpus) {
   const StepPlan plan = four_task_plan();
   EXPECT_EQ(gpus_near_cpus(plan, kFourGpus, cpus("2")), (std::vector<int>{0, 1}));

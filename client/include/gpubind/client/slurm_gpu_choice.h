@@ -75,4 +75,18 @@ std::optional<std::vector<std::vector<int>>> slurm_gpu_map(const std::string& bi
 // (or both numberings agree).
 std::vector<int> relative_gpu_ids(const EnvLookup& env);
 
+// Whether Slurm's per-task GPU binding left each task a device cgroup of its own GPUs alone
+// (ConstrainDevices without --gres-flags=allow-task-sharing): no task may open another's, so GPU
+// peer-to-peer (CUDA IPC, NCCL's and RCCL's P2P, GPU-aware MPI) between them fails or falls back.
+// Slurm then numbers a narrowed task's devices from 0 in its own visibility list, which only a
+// task holding other GPUs than the step's first shows: `task_gpus` are its GPUs' node indices (as
+// planned), `step_gpus` the step's. Without ConstrainDevices the list holds node indices; with
+// allow-task-sharing indices within the job (Slurm 24.05.2 and later; node indices in 23.11).
+bool gpus_isolated_per_task(const EnvLookup& task_env, std::vector<int> task_gpus,
+                            std::vector<int> step_gpus);
+
+// The local task that tells gpus_isolated_per_task (the first whose planned GPUs are not the
+// step's first ones), so that one task says it; -1 where no task can tell.
+int task_showing_gpu_isolation(const StepPlan& plan, std::vector<int> step_gpus);
+
 }  // namespace gpubind::client
