@@ -57,5 +57,6 @@ int run_bench(const Args& args);     // daemon_commands.cpp
 int run_metrics(const Args& args);   // metrics_command.cpp
 // check_node_command.cpp
 int run_check_node(const Args& args);
+int run_audit(const Args& args);  // audit_command.cpp
 
 }  // namespace gpubind::ctl

@@ -45,6 +45,13 @@ Commands:
       One "ERROR: gpubind: CODE: MESSAGE" line per fault and exit 1; exit 0 when healthy.
       Without --topology: this node as gpubindd sees it, with the site's policy (default
       /etc/gpubind/policy.conf); with FILE.xml offline (no links, sysctl or daemon).
+  audit [--job ID] [--tasks] [--json] [--topology FILE.xml|live] [--policy FILE]
+      Every task of every Slurm job step running on this node as it runs now: each thread's
+      CPUs, its GPUs and where its memory lies, judged against gpubind's plan for it
+      (as-planned, re-pinned: which threads moved where and what it costs) or, for a task
+      gpubind did not bind, against the planner's rules (unbound-near, -far, -straddling,
+      -overlapping). One line per step; --tasks one per task. Reads /proc only; root sees
+      every job, anyone else their own.
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.
@@ -128,6 +135,10 @@ int run(std::vector<std::string> argv) {
     values.insert({"topology", "policy"});
     switches.insert("no-daemon");
     handler = run_check_node;
+  } else if (command == "audit") {
+    values.insert({"topology", "policy", "job"});
+    switches.insert("tasks");
+    handler = run_audit;
   } else if (command == "metrics") {
     values.insert("textfile");
     switches.clear();

@@ -21,13 +21,13 @@ std::string fs_root() {
   return path;
 }
 
-std::optional<std::string> read_small_file(const std::string& root, const std::string& path) {
-  constexpr size_t kLimit = 64 * 1024;
+std::optional<std::string> read_small_file(const std::string& root, const std::string& path,
+                                           size_t limit) {
   const int fd = ::open((root + path).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   std::string text;
   char buffer[4096];
-  while (text.size() < kLimit) {
+  while (text.size() < limit) {
     const ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0) {
       ::close(fd);
@@ -37,7 +37,7 @@ std::optional<std::string> read_small_file(const std::string& root, const std::s
     text.append(buffer, static_cast<size_t>(got));
   }
   ::close(fd);
-  if (text.size() > kLimit) text.resize(kLimit);
+  if (text.size() > limit) text.resize(limit);
   return text;
 }
 

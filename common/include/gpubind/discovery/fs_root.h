@@ -13,9 +13,10 @@ namespace gpubind::discovery {
 std::string fs_root();
 
 // A small sysfs/procfs file under `root` (path absolute, e.g. "/sys/..."), whole; nullopt when
-// it is missing or unreadable. Files larger than 64 KiB are cut there (sysfs attributes are one
-// page at most).
-std::optional<std::string> read_small_file(const std::string& root, const std::string& path);
+// it is missing or unreadable. Files larger than `limit` are cut there (sysfs attributes are one
+// page at most; a process's numa_maps or environ may need more).
+std::optional<std::string> read_small_file(const std::string& root, const std::string& path,
+                                           size_t limit = 64 * 1024);
 
 // The entries of a folder under `root`, sorted, without "." and ".."; empty when unreadable.
 std::vector<std::string> list_folder(const std::string& root, const std::string& path);

@@ -1,0 +1,82 @@
+// The audit of running tasks: what each task of a job step on this node runs with now (every
+// thread's CPUs, its GPUs, where its memory is) judged against what gpubind planned for it, or,
+// for a task gpubind did not bind, against the planner's own rules (near its GPUs, inside one
+// domain, alone on its cores). Pure: facts in (read from /proc by discovery/running_tasks.h),
+// verdicts out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpubind/cpuset.h"
+#include "gpubind/topology.h"
+
+namespace gpubind::audit {
+
+struct ThreadFacts {
+  int pid = 0;       // the process
+  int tid = 0;       // the thread
+  std::string name;  // its comm ("python3", "pt_data_worker")
+  CpuSet cpus;       // Cpus_allowed_list
+};
+
+// One task of a Slurm step as it runs: its first process (the one slurmstepd started) and every
+// process it started since.
+struct TaskFacts {
+  std::string job_id;   // "123" (the batch step's is its job's)
+  std::string step;     // "0", "batch", "interactive"
+  int rank = -1;        // SLURM_PROCID; -1 where not known
+  int local_rank = -1;  // SLURM_LOCALID
+  int uid = -1;
+  int pid = 0;                       // the task's first process
+  std::vector<ThreadFacts> threads;  // of all its processes
+  // What its first process was started with: GPUBIND_* (gpubind's record), the visibility
+  // variables and SLURM_STEP_GPUS.
+  std::map<std::string, std::string> env;
+  // Resident pages on each NUMA node (by its Linux number), summed over its processes.
+  std::map<int, int64_t> pages_per_numa;
+};
+
+enum class Verdict {
+  kAsPlanned,           // bound by gpubind and every thread still inside its CPUs
+  kRepinned,            // bound by gpubind, and threads moved out of its CPUs since
+  kUnboundNear,         // not bound by gpubind, on cores next to its GPUs and alone on them
+  kUnboundFar,          // not bound by gpubind, on no core next to its GPUs
+  kUnboundStraddling,   // not bound by gpubind, across domains (L3s or NUMA nodes)
+  kUnboundOverlapping,  // not bound by gpubind, on cores another task runs on
+  kUnknown,             // nothing to judge by (no GPUs known, no record)
+};
+const char* verdict_name(Verdict verdict);  // "as-planned", "re-pinned", "unbound-far", ...
+
+struct TaskAudit {
+  const TaskFacts* task = nullptr;
+  Verdict verdict = Verdict::kUnknown;
+  std::string reason;     // in the planner's words: which threads, which CPUs, what it costs
+  CpuSet cpus;            // the union of its threads' CPUs
+  std::vector<int> gpus;  // its node GPUs, where known
+  // The share of its resident pages on NUMA nodes other than those of its CPUs (0..1); -1 when
+  // it has too few pages to say.
+  double remote_memory = -1;
+  bool memory_remote = false;  // more than half, of a task with enough pages to matter
+};
+
+struct StepAudit {
+  std::string job_id, step;
+  int uid = -1;
+  std::vector<TaskAudit> tasks;
+  std::map<Verdict, int> counts;
+  int memory_remote = 0;
+};
+
+// Judges every task; `tasks` must outlive the result. Steps in job and step order, tasks by rank.
+std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks);
+
+// One line for a step ("job 123 step 0: 4 tasks: 3 as-planned, 1 re-pinned; ..."), and one for
+// a task ("  rank 1 (pid 4242): re-pinned: thread 4250 (pt_main) on CPUs 0-63, ...").
+std::string describe_step(const StepAudit& step);
+std::string describe_task(const TaskAudit& task);
+
+}  // namespace gpubind::audit

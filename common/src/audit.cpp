@@ -1,0 +1,319 @@
+#include "gpubind/audit.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "gpubind/parse.h"
+
+namespace gpubind::audit {
+namespace {
+
+// Below this many resident pages (16 MiB of 4 KiB pages) where memory lies says nothing.
+constexpr int64_t kMinPagesToJudge = 4096;
+// Threads named in a reason; the rest are counted.
+constexpr size_t kThreadsNamed = 3;
+
+// The domains a set of CPUs touches, by the cores that hold them.
+struct Domains {
+  std::set<int> l3s, numas;  // L3 indices; NUMA nodes by their Linux numbers
+};
+
+Domains domains_of(const Topology& topology, const CpuSet& cpus) {
+  Domains out;
+  for (const Core& core : topology.cores) {
+    const bool touched =
+        std::any_of(core.pus.begin(), core.pus.end(), [&](int pu) { return cpus.test(pu); });
+    if (!touched) continue;
+    if (core.l3_index >= 0) out.l3s.insert(core.l3_index);
+    out.numas.insert(topology.numa_os_number(core.numa_index));
+  }
+  return out;
+}
+
+// The most PUs one L3 (else NUMA node) holds: how many CPUs fit in one domain.
+int pus_per_domain(const Topology& topology, bool by_l3) {
+  std::map<int, int> counts;
+  for (const Core& core : topology.cores)
+    counts[by_l3 ? core.l3_index : core.numa_index] += static_cast<int>(core.pus.size());
+  int most = 1;
+  for (const auto& [domain, count] : counts)
+    most = std::max(most, count);
+  return most;
+}
+
+// Whether `cpus` spread over more L3s (NUMA nodes where the node has no L3s) than they need.
+bool straddles(const Topology& topology, const CpuSet& cpus, int* spread) {
+  const Domains d = domains_of(topology, cpus);
+  const bool by_l3 = !d.l3s.empty();
+  const int touched = static_cast<int>(by_l3 ? d.l3s.size() : d.numas.size());
+  const int per = pus_per_domain(topology, by_l3);
+  const int needed = (cpus.count() + per - 1) / per;
+  if (spread) *spread = touched;
+  return touched > std::max(needed, 1);
+}
+
+CpuSet gpu_domain(const Topology& topology, const std::vector<int>& gpus) {
+  CpuSet near;
+  for (int g : gpus) {
+    if (g >= 0 && g < static_cast<int>(topology.gpus.size()) &&
+        locality_known(topology.gpus[g].locality))
+      near |= topology.gpus[g].locality.cpus;
+  }
+  return near;
+}
+
+std::vector<int> split_numbers(const std::string& text) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string word = text.substr(at, comma - at);
+    const auto value = parse_whole_number(word, 0, 1 << 16);
+    if (value)
+      out.push_back(static_cast<int>(*value));
+    else if (!word.empty())
+      return {};
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::string env_or(const TaskFacts& task, const std::string& name) {
+  const auto found = task.env.find(name);
+  return found == task.env.end() ? "" : found->second;
+}
+
+// The task's node GPUs: those gpubind recorded by bus id, else Slurm's SLURM_STEP_GPUS (node
+// indices; under ConstrainDevices a narrowed task's names the step's first GPUs).
+std::vector<int> gpus_of(const Topology& topology, const TaskFacts& task) {
+  std::vector<int> gpus;
+  const std::string pcis = env_or(task, "GPUBIND_GPU_PCI");
+  if (!pcis.empty()) {
+    size_t at = 0;
+    while (at <= pcis.size()) {
+      const size_t comma = std::min(pcis.find(',', at), pcis.size());
+      const std::string pci = pcis.substr(at, comma - at);
+      for (const Gpu& gpu : topology.gpus)
+        if (gpu.pci_bus_id == pci) gpus.push_back(gpu.index);
+      at = comma + 1;
+    }
+    if (!gpus.empty()) return gpus;
+  }
+  for (int g : split_numbers(env_or(task, "SLURM_STEP_GPUS")))
+    if (g < static_cast<int>(topology.gpus.size())) gpus.push_back(g);
+  return gpus;
+}
+
+bool bound_by_gpubind(const TaskFacts& task) {
+  return env_or(task, "GPUBIND_BOUND") == "1";
+}
+
+std::string task_name(const TaskFacts& task) {
+  return "job " + task.job_id + " step " + task.step +
+         (task.rank >= 0 ? " rank " + std::to_string(task.rank) : "");
+}
+
+// Other tasks whose CPUs meet `cpus`, named.
+std::vector<std::string> sharing_with(const TaskFacts& self, const CpuSet& cpus,
+                                      const std::vector<TaskFacts>& all,
+                                      const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+  std::vector<std::string> names;
+  for (const TaskFacts& other : all) {
+    if (&other == &self) continue;
+    if (cpus.intersects(cpus_of.at(&other))) names.push_back(task_name(other));
+  }
+  return names;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < kThreadsNamed; ++i)
+    text += (i ? ", " : "") + names[i];
+  if (names.size() > kThreadsNamed)
+    text += " and " + std::to_string(names.size() - kThreadsNamed) + " more";
+  return text;
+}
+
+// What running on `cpus` costs a task with GPUs `gpus`: off its GPUs' domain, across domains,
+// on another task's cores. Empty: nothing.
+std::vector<std::string> costs_of(const Topology& topology, const TaskFacts& task,
+                                  const CpuSet& cpus, const std::vector<int>& gpus,
+                                  const std::vector<TaskFacts>& all,
+                                  const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+  std::vector<std::string> costs;
+  const CpuSet near = gpu_domain(topology, gpus);
+  if (!near.empty()) {
+    const int off = cpus.minus(near).count();
+    if (off == cpus.count())
+      costs.push_back("none of its CPUs is next to its GPU");
+    else if (off > 0)
+      costs.push_back(std::to_string(off) + " of its " + std::to_string(cpus.count()) +
+                      " CPUs are off its GPU's domain");
+  }
+  int spread = 0;
+  if (straddles(topology, cpus, &spread))
+    costs.push_back("spread over " + std::to_string(spread) + " domains (L3 or NUMA)");
+  const std::vector<std::string> others = sharing_with(task, cpus, all, cpus_of);
+  if (!others.empty()) costs.push_back("shares cores with " + listed(others));
+  return costs;
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string text;
+  for (const std::string& part : parts)
+    text += (text.empty() ? "" : separator) + part;
+  return text;
+}
+
+void judge_memory(const Topology& topology, const TaskFacts& task, TaskAudit& out) {
+  int64_t total = 0, remote = 0;
+  const std::set<int> local = domains_of(topology, out.cpus).numas;
+  for (const auto& [node, pages] : task.pages_per_numa) {
+    total += pages;
+    if (!local.count(node)) remote += pages;
+  }
+  if (total < kMinPagesToJudge) return;
+  out.remote_memory = static_cast<double>(remote) / static_cast<double>(total);
+  out.memory_remote = out.remote_memory > 0.5;
+}
+
+TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vector<TaskFacts>& all,
+                const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+  TaskAudit out;
+  out.task = &task;
+  out.cpus = cpus_of.at(&task);
+  out.gpus = gpus_of(topology, task);
+  judge_memory(topology, task, out);
+  if (bound_by_gpubind(task)) {
+    const auto planned = CpuSet::parse_list(env_or(task, "GPUBIND_CPUS"));
+    if (!planned || planned->empty()) {
+      out.verdict = Verdict::kUnknown;
+      out.reason = "bound by gpubind, but its record names no CPUs (GPUBIND_CPUS)";
+      return out;
+    }
+    std::vector<std::string> moved;
+    CpuSet moved_cpus;
+    for (const ThreadFacts& thread : task.threads) {
+      if (thread.cpus.is_subset_of(*planned)) continue;
+      moved.push_back("thread " + std::to_string(thread.tid) + " (" + thread.name + ") on CPUs " +
+                      thread.cpus.to_list());
+      moved_cpus |= thread.cpus;
+    }
+    if (moved.empty()) {
+      out.verdict = Verdict::kAsPlanned;
+      out.reason = "every thread on its planned CPUs " + planned->to_list();
+      return out;
+    }
+    out.verdict = Verdict::kRepinned;
+    out.reason = "planned on CPUs " + planned->to_list() + "; " + listed(moved);
+    const auto costs = costs_of(topology, task, moved_cpus, out.gpus, all, cpus_of);
+    if (!costs.empty()) out.reason += ": " + joined(costs, ", ");
+    return out;
+  }
+  if (out.gpus.empty()) {
+    out.verdict = Verdict::kUnknown;
+    out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() + "; no GPU known";
+    return out;
+  }
+  const std::vector<std::string> costs = costs_of(topology, task, out.cpus, out.gpus, all, cpus_of);
+  const CpuSet near = gpu_domain(topology, out.gpus);
+  int spread = 0;
+  if (!near.empty() && !out.cpus.intersects(near))
+    out.verdict = Verdict::kUnboundFar;
+  else if (straddles(topology, out.cpus, &spread))
+    out.verdict = Verdict::kUnboundStraddling;
+  else if (!sharing_with(task, out.cpus, all, cpus_of).empty())
+    out.verdict = Verdict::kUnboundOverlapping;
+  else
+    out.verdict = Verdict::kUnboundNear;
+  out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() +
+               (costs.empty() ? std::string(", next to its GPU") : ": " + joined(costs, ", "));
+  return out;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kAsPlanned:
+      return "as-planned";
+    case Verdict::kRepinned:
+      return "re-pinned";
+    case Verdict::kUnboundNear:
+      return "unbound-near";
+    case Verdict::kUnboundFar:
+      return "unbound-far";
+    case Verdict::kUnboundStraddling:
+      return "unbound-straddling";
+    case Verdict::kUnboundOverlapping:
+      return "unbound-overlapping";
+    case Verdict::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks) {
+  std::map<const TaskFacts*, CpuSet> cpus_of;
+  for (const TaskFacts& task : tasks) {
+    CpuSet cpus;
+    for (const ThreadFacts& thread : task.threads)
+      cpus |= thread.cpus;
+    cpus_of[&task] = cpus;
+  }
+  std::map<std::tuple<std::string, std::string>, StepAudit> steps;
+  for (const TaskFacts& task : tasks) {
+    StepAudit& step = steps[{task.job_id, task.step}];
+    step.job_id = task.job_id;
+    step.step = task.step;
+    step.uid = task.uid;
+    step.tasks.push_back(judge(topology, task, tasks, cpus_of));
+  }
+  std::vector<StepAudit> out;
+  for (auto& [key, step] : steps) {
+    std::sort(step.tasks.begin(), step.tasks.end(), [](const TaskAudit& a, const TaskAudit& b) {
+      return std::tie(a.task->rank, a.task->pid) < std::tie(b.task->rank, b.task->pid);
+    });
+    for (const TaskAudit& task : step.tasks) {
+      ++step.counts[task.verdict];
+      if (task.memory_remote) ++step.memory_remote;
+    }
+    out.push_back(std::move(step));
+  }
+  // Jobs in numeric order where their ids are numbers.
+  std::sort(out.begin(), out.end(), [](const StepAudit& a, const StepAudit& b) {
+    return std::make_tuple(a.job_id.size(), a.job_id, a.step) <
+           std::make_tuple(b.job_id.size(), b.job_id, b.step);
+  });
+  return out;
+}
+
+std::string describe_step(const StepAudit& step) {
+  std::string text = "job " + step.job_id + " step " + step.step + ": " +
+                     std::to_string(step.tasks.size()) + " task" +
+                     (step.tasks.size() == 1 ? "" : "s") + ":";
+  bool first = true;
+  for (const auto& [verdict, count] : step.counts) {
+    text += std::string(first ? " " : ", ") + std::to_string(count) + " " + verdict_name(verdict);
+    first = false;
+  }
+  if (step.memory_remote > 0)
+    text += "; " + std::to_string(step.memory_remote) + " with memory mostly remote";
+  return text;
+}
+
+std::string describe_task(const TaskAudit& task) {
+  std::string text = "  rank " + (task.task->rank >= 0 ? std::to_string(task.task->rank) : "-") +
+                     " (pid " + std::to_string(task.task->pid) +
+                     "): " + verdict_name(task.verdict) + ": " + task.reason;
+  if (task.remote_memory >= 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.0f%%", 100 * task.remote_memory);
+    text += std::string("; memory ") + share + " remote" + (task.memory_remote ? " (mostly)" : "");
+  }
+  return text;
+}
+
+}  // namespace gpubind::audit

@@ -1,0 +1,215 @@
+#include "gpubind/discovery/running_tasks.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "gpubind/discovery/fs_root.h"
+#include "gpubind/parse.h"
+
+namespace gpubind::discovery {
+namespace {
+
+constexpr size_t kEnvironLimit = 4 << 20;    // ARG_MAX-sized environments are read whole
+constexpr size_t kNumaMapsLimit = 16 << 20;  // a process of many mappings
+
+// What the audit reads of a task's environment: gpubind's record, Slurm's task identity and GPU
+// list, the GPU visibility variables.
+bool audited_variable(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "SLURM_PROCID",         "SLURM_LOCALID",       "SLURM_STEP_GPUS",  "CUDA_VISIBLE_DEVICES",
+      "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
+  return name.substr(0, 8) == "GPUBIND_" ||
+         std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+std::optional<int> number(std::string_view text) {
+  const auto value = parse_whole_number(text, 0, 1 << 30);
+  return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
+}
+
+struct Process {
+  int ppid = -1;
+  std::string comm;
+};
+
+// Every process of the node, by pid.
+std::map<int, Process> all_processes(const std::string& root) {
+  std::map<int, Process> processes;
+  for (const std::string& name : list_folder(root, "/proc")) {
+    const auto pid = number(name);
+    if (!pid) continue;
+    const auto text = read_small_file(root, "/proc/" + name + "/stat");
+    const auto stat = text ? parse_proc_stat(*text) : std::nullopt;
+    if (stat) processes[*pid] = {stat->ppid, stat->comm};
+  }
+  return processes;
+}
+
+// The processes below `top` (itself included), breadth first.
+std::vector<int> descendants(int top, const std::multimap<int, int>& children) {
+  std::vector<int> out{top};
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto [first, last] = children.equal_range(out[i]);
+    for (auto it = first; it != last; ++it)
+      out.push_back(it->second);
+  }
+  return out;
+}
+
+// Reads one task: its identity from its first process, threads and memory from all of them.
+// False where something in scope could not be read.
+bool read_task(const std::string& root, int pid, const std::vector<int>& processes,
+               audit::TaskFacts& task) {
+  bool whole = true;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  if (const auto environ = read_small_file(root, dir + "/environ", kEnvironLimit))
+    task.env = parse_environ(*environ, audited_variable);
+  else
+    whole = false;
+  if (const auto it = task.env.find("SLURM_PROCID"); it != task.env.end())
+    task.rank = number(it->second).value_or(-1);
+  if (const auto it = task.env.find("SLURM_LOCALID"); it != task.env.end())
+    task.local_rank = number(it->second).value_or(-1);
+  for (int process : processes) {
+    const std::string pdir = "/proc/" + std::to_string(process);
+    for (const std::string& tid : list_folder(root, pdir + "/task")) {
+      const auto text = read_small_file(root, pdir + "/task/" + tid + "/status");
+      const ProcStatus status = text ? parse_proc_status(*text) : ProcStatus{};
+      if (!status.cpus) {
+        whole = false;
+        continue;
+      }
+      task.threads.push_back({process, number(tid).value_or(0), status.name, *status.cpus});
+    }
+    if (const auto maps = read_small_file(root, pdir + "/numa_maps", kNumaMapsLimit)) {
+      for (const auto& [node, pages] : parse_numa_maps(*maps))
+        task.pages_per_numa[node] += pages;
+    }
+  }
+  return whole;
+}
+
+}  // namespace
+
+std::optional<ProcStat> parse_proc_stat(const std::string& text) {
+  const size_t open = text.find('(');
+  const size_t close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcStat stat;
+  stat.comm = text.substr(open + 1, close - open - 1);
+  // After the name: the state, then the parent's pid.
+  std::istringstream rest(text.substr(close + 1));
+  std::string state, ppid;
+  if (!(rest >> state >> ppid)) return std::nullopt;
+  const auto parent = number(ppid);
+  if (!parent) return std::nullopt;
+  stat.ppid = *parent;
+  return stat;
+}
+
+std::optional<std::pair<std::string, std::string>> parse_stepd_title(const std::string& cmdline) {
+  // setproctitle writes the title over argv: "slurmstepd: [123.0]", NUL-padded.
+  const std::string title = cmdline.substr(0, cmdline.find('\0'));
+  const std::string prefix = "slurmstepd: [";
+  if (title.rfind(prefix, 0) != 0 || title.find(']') == std::string::npos) return std::nullopt;
+  const std::string id = title.substr(prefix.size(), title.find(']') - prefix.size());
+  const size_t dot = id.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == id.size()) return std::nullopt;
+  const std::string job = id.substr(0, dot), step = id.substr(dot + 1);
+  const auto plain = [](const std::string& word) {
+    return std::all_of(word.begin(), word.end(), [](unsigned char c) {
+      return std::isalnum(c) != 0 || c == '+' || c == '_';
+    });
+  };
+  if (!plain(job) || !plain(step)) return std::nullopt;
+  return std::pair{job, step};
+}
+
+ProcStatus parse_proc_status(const std::string& text) {
+  ProcStatus status;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, colon);
+    const std::string value = trimmed(line.substr(colon + 1));
+    if (key == "Name") {
+      status.name = value;
+    } else if (key == "Uid") {
+      status.uid = number(value.substr(0, value.find_first_of(" \t"))).value_or(-1);
+    } else if (key == "Cpus_allowed_list") {
+      auto cpus = CpuSet::parse_list(value);
+      if (cpus) status.cpus = std::move(*cpus);
+    }
+  }
+  return status;
+}
+
+std::map<int, int64_t> parse_numa_maps(const std::string& text) {
+  std::map<int, int64_t> pages;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (word.size() < 4 || word[0] != 'N') continue;
+    const size_t equals = word.find('=');
+    if (equals == std::string::npos) continue;
+    const auto node = number(std::string_view(word).substr(1, equals - 1));
+    const auto count =
+        parse_whole_number(std::string_view(word).substr(equals + 1), 0, int64_t{1} << 50);
+    if (node && count) pages[*node] += *count;
+  }
+  return pages;
+}
+
+std::map<std::string, std::string> parse_environ(const std::string& text,
+                                                 bool (*keep)(std::string_view name)) {
+  std::map<std::string, std::string> env;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\0', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view entry(text.data() + at, end - at);
+    const size_t equals = entry.find('=');
+    if (equals != std::string_view::npos && keep(entry.substr(0, equals)))
+      env.emplace(std::string(entry.substr(0, equals)), std::string(entry.substr(equals + 1)));
+    at = end + 1;
+  }
+  return env;
+}
+
+RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope) {
+  RunningTasks out;
+  const std::map<int, Process> processes = all_processes(root);
+  std::multimap<int, int> children;
+  for (const auto& [pid, process] : processes)
+    children.emplace(process.ppid, pid);
+  for (const auto& [stepd, process] : processes) {
+    if (process.comm != "slurmstepd") continue;
+    const auto cmdline = read_small_file(root, "/proc/" + std::to_string(stepd) + "/cmdline");
+    const auto id = cmdline ? parse_stepd_title(*cmdline) : std::nullopt;
+    // The extern step holds no task of the job's (its child is slurmstepd's own sleep).
+    if (!id || id->second == "extern") continue;
+    if (scope.job && *scope.job != id->first) continue;
+    auto [first, last] = children.equal_range(stepd);
+    for (auto it = first; it != last; ++it) {
+      const int pid = it->second;
+      const auto status_text = read_small_file(root, "/proc/" + std::to_string(pid) + "/status");
+      if (!status_text) continue;  // gone
+      const ProcStatus status = parse_proc_status(*status_text);
+      // Another user's task is not read at all: nothing of it is shown or counted.
+      if (scope.uid && status.uid != *scope.uid) continue;
+      audit::TaskFacts task;
+      task.job_id = id->first;
+      task.step = id->second;
+      task.uid = status.uid;
+      task.pid = pid;
+      if (!read_task(root, pid, descendants(pid, children), task)) ++out.partly_read;
+      out.tasks.push_back(std::move(task));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpubind::discovery

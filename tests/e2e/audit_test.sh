@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# gpubindctl audit on the test cluster, a node of two GPU domains (a CPU each): a step gpubind
+# bound reads as planned; a task that moves a process to other CPUs after launch is re-pinned,
+# naming it; a step without gpubind whose CPU is the other domain's is far from its GPU; two
+# steps on one CPU overlap; an unprivileged user sees their own jobs and nothing of another's.
+# Usage: audit_test.sh BUILD_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+source "$(dirname "$0")/lib.sh"
+if (($(nproc) < 2)); then echo "needs 2 CPUs for 2 domains: skipped"; exit 77; fi
+topology=$(mktemp /tmp/gpubind-audit-XXXXXX.xml)
+python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 || exit 1
+chmod 644 "$topology"  # the unprivileged user reads it too
+e2e_start_cluster audit 1 --topology "$topology"
+trap 'e2e_cleanup; rm -f "$topology"' EXIT
+audit=("$ctl" audit --policy "$dir/etc/policy.conf")
+
+# submit SBATCH_ARGS... -- SCRIPT: a job whose steps run SCRIPT; waits until step 0 runs (its
+# tasks started) and prints the job id.
+submit() {
+  local args=() job
+  while [[ $1 != -- ]]; do args+=("$1"); shift; done
+  shift
+  job=$(sbatch --parsable -o /dev/null "${args[@]}" --wrap "$1")
+  for _ in $(seq 200); do
+    "${audit[@]}" --job "$job" | grep -q "step 0:" && break
+    sleep 0.1
+  done
+  echo "$job"
+}
+cancel_all() {
+  scancel --quiet --user=root
+  runuser -u nobody -- scancel --quiet --user=nobody 2>/dev/null
+  for _ in $(seq 100); do [[ "$(squeue -h | wc -l)" -eq 0 ]] && break; sleep 0.1; done
+}
+
+job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto sleep 60")
+out=$("${audit[@]}" --job "$job" --tasks)
+[[ "$out" == *"job $job step 0: 2 tasks: 2 as-planned"* && $(grep -c "as-planned: every thread on its planned CPUs" <<<"$out") -eq 2 ]] &&
+  ok "a bound step: 2 tasks as planned" || bad "bound step" "$out"
+json=$("${audit[@]}" --job "$job" --json --tasks)
+python3 -c '
+import json, sys
+steps = [s for s in json.load(sys.stdin)["steps"] if s["step"] == "0"]
+assert steps and steps[0]["verdicts"] == {"as-planned": 2}, steps
+assert all(t["gpus"] and t["threads"] >= 1 for t in steps[0]["task_list"]), steps' <<<"$json" &&
+  ok "--json: the step's verdicts and each task's GPUs and threads" || bad "audit --json" "$json"
+cancel_all
+
+job=$(submit -n1 --gpus=1 -- "srun --gpu-bind-auto bash -c 'sleep 60 & taskset -pc 0-1 \$! >/dev/null; wait'")
+sleep 0.5
+out=$("${audit[@]}" --job "$job" --tasks)
+[[ "$out" == *"job $job step 0: 1 task: 1 re-pinned"* && "$out" =~ thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
+  ok "a process moved to other CPUs after launch: re-pinned, naming its thread" || bad "re-pinned" "$out"
+cancel_all
+
+# Another job holds the first domain's CPU: this job's GPU 0 is there, its step on the other.
+sbatch -n1 -o /dev/null --wrap "sleep 60" >/dev/null
+job=$(submit -n1 --gpus=1 -- "srun sleep 60")
+out=$("${audit[@]}" --job "$job" --tasks)
+[[ "$out" == *"job $job step 0: 1 task: 1 unbound-far"* && "$out" == *"none of its CPUs is next to its GPU"* ]] &&
+  ok "a step without gpubind off its GPU's domain: unbound-far" || bad "unbound far" "$out"
+cancel_all
+
+job=$(submit -n1 --gpus=1 -- "srun --overlap sleep 60 & srun --overlap sleep 60 & wait")
+for _ in $(seq 100); do "${audit[@]}" --job "$job" | grep -q "step 1:" && break; sleep 0.1; done
+out=$("${audit[@]}" --job "$job" --tasks)
+[[ $(grep -c "1 unbound-overlapping" <<<"$out") -eq 2 && "$out" == *"shares cores with job $job step"* ]] &&
+  ok "two steps on one CPU: both overlapping, each naming the other" || bad "overlapping" "$out"
+
+# Root's job runs; nobody sees nothing of it, then their own job alone. (A release's root runs
+# its commands through wrappers that need root: the host's Slurm only.)
+if [[ -n "${GPUBIND_E2E_SLURM:-}" ]]; then
+  echo "skipped: an unprivileged user's view (the host's Slurm only)"
+  cancel_all
+  e2e_no_node_drained
+  e2e_finish
+  exit
+fi
+out=$(cd /tmp && runuser -u nobody -- "${audit[@]}" --json)
+[[ "$out" == *'"steps":[]'* && "$out" == *'"all_users":false'* ]] &&
+  ok "an unprivileged user sees nothing of another user's job" || bad "unprivileged, another's job" "$out"
+cancel_all
+mine=$(cd /tmp && runuser -u nobody -- sbatch --parsable -o /dev/null -n1 --gpus=1 --wrap "srun --gpu-bind-auto sleep 60")
+sbatch -o /dev/null -n1 --wrap "srun sleep 60" >/dev/null
+for _ in $(seq 200); do [[ $("${audit[@]}" | grep -c "step 0:") -ge 2 ]] && break; sleep 0.1; done
+out=$(cd /tmp && runuser -u nobody -- "${audit[@]}")
+all=$("${audit[@]}")
+[[ "$out" == *"job $mine step 0: 1 task: 1 as-planned"* && $(grep -c "step 0:" <<<"$out") -eq 1 &&
+  $(grep -c "step 0:" <<<"$all") -eq 2 ]] &&
+  ok "an unprivileged user sees their own job's step alone; root sees both" || bad "unprivileged, own job" "$out" "root: $all"
+cancel_all
+e2e_no_node_drained
+e2e_finish
