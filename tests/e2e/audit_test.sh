@@ -45,6 +45,15 @@ steps = [s for s in json.load(sys.stdin)["steps"] if s["step"] == "0"]
 assert steps and steps[0]["verdicts"] == {"as-planned": 2}, steps
 assert all(t["gpus"] and t["threads"] >= 1 for t in steps[0]["task_list"]), steps' <<<"$json" &&
   ok "--json: the step's verdicts and each task's GPUs and threads" || bad "audit --json" "$json"
+# The metrics: tasks by verdict (every verdict present), on the daemon's topology, valid for
+# Prometheus.
+metrics=$("$ctl" --socket "$dir/run/gpubind.sock" metrics --audit)
+checked=$(promtool check metrics <<<"$metrics" 2>&1)
+[[ "$metrics" == *'gpubind_audit_tasks{verdict="as-planned"} 2'* &&
+  "$metrics" == *'gpubind_audit_tasks{verdict="unbound-far"} 0'* && "$metrics" == *"gpubind_audit_up 1"* &&
+  "$metrics" == *"gpubind_daemon_up 1"* && $? -eq 0 && -z "$checked" ]] &&
+  ok "metrics --audit: tasks by verdict, and promtool check metrics passes" ||
+  bad "metrics --audit" "$metrics" "promtool: $checked"
 cancel_all
 
 job=$(submit -n1 --gpus=1 -- "srun --gpu-bind-auto bash -c 'sleep 60 & taskset -pc 0-1 \$! >/dev/null; wait'")

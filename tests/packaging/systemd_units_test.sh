@@ -57,7 +57,7 @@ grep -q '^ListenStream=/run/gpubind/gpubind.sock$' "$units"/gpubindd.socket || {
 # (the service makes it), sandboxed, and a hung run is stopped.
 metrics=$units/gpubind-metrics.service
 grep -q '^OnUnitActiveSec=1min$' "$units"/gpubind-metrics.timer || { echo "FAIL timer period"; failed=1; }
-grep -q 'metrics --textfile /var/lib/gpubind-metrics/gpubind.prom$' "$metrics" ||
+grep -q 'metrics --audit --textfile /var/lib/gpubind-metrics/gpubind.prom$' "$metrics" ||
   { echo "FAIL metrics textfile"; failed=1; }
 [[ $(setting "$metrics" Service StateDirectory) == gpubind-metrics &&
   $(setting "$metrics" Service StateDirectoryMode) == 0755 ]] ||

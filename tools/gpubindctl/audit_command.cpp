@@ -6,13 +6,16 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "ctl.h"
+#include "gpubind/api/binder_client.h"
 #include "gpubind/audit.h"
 #include "gpubind/discovery/fs_root.h"
 #include "gpubind/discovery/running_tasks.h"
 #include "gpubind/output/json.h"
+#include "gpubind/output/metrics_format.h"
 
 namespace gpubind::ctl {
 namespace {
@@ -50,25 +53,65 @@ output::Json step_json(const audit::StepAudit& step, bool with_tasks) {
   return json;
 }
 
-}  // namespace
-
-int run_audit(const Args& args) {
-  discovery::TaskScope scope;
-  if (::getuid() != 0) scope.uid = static_cast<int>(::getuid());
-  if (const auto job = args.get("job")) {
-    if (job->empty() || job->find_first_not_of("0123456789_+") != std::string::npos)
-      return fail("audit: --job: a job id, got '" + *job + "'");
-    scope.job = *job;
+// The node the tasks are judged on: --topology's; else the daemon's, which planned them (it
+// answers root and its own user); else the node's as the policy gives it.
+Result<Topology> audit_topology(const Args& args) {
+  if (!args.get("topology")) {
+    if (auto access = daemon_access(args)) {
+      auto fetched = api::BinderClient(access->socket).topology(access->timeout);
+      if (fetched) return std::move(fetched->topology);
+    }
   }
   NodeSources sources;
   sources.policy_path = policy_to_load(args.get("policy"));
   sources.topology_path = args.get("topology");
   auto node = load_node(sources);
-  if (!node) return fail("audit: " + node.error().message, kExitFailed);
+  if (!node) return node.error();
+  return std::move(node->topology);
+}
+
+// Root reads every user's tasks, anyone else their own.
+discovery::TaskScope scope_of_caller() {
+  discovery::TaskScope scope;
+  if (::getuid() != 0) scope.uid = static_cast<int>(::getuid());
+  return scope;
+}
+
+}  // namespace
+
+std::string audit_metrics(const Args& args) {
+  output::AuditMetrics metrics;
+  const auto topology = audit_topology(args);
+  if (!topology) return output::audit_metrics_text(metrics);
+  const discovery::RunningTasks running =
+      discovery::read_running_tasks(discovery::fs_root(), scope_of_caller());
+  std::map<audit::Verdict, uint64_t> counts;
+  for (const audit::StepAudit& step : audit::audit_tasks(*topology, running.tasks)) {
+    ++metrics.steps;
+    metrics.memory_remote += static_cast<uint64_t>(step.memory_remote);
+    for (const auto& [verdict, count] : step.counts)
+      counts[verdict] += static_cast<uint64_t>(count);
+  }
+  for (audit::Verdict verdict : audit::kVerdicts)
+    metrics.tasks_by_verdict.emplace_back(audit::verdict_name(verdict), counts[verdict]);
+  metrics.partly_read = static_cast<uint64_t>(running.partly_read);
+  metrics.read = true;
+  return output::audit_metrics_text(metrics);
+}
+
+int run_audit(const Args& args) {
+  discovery::TaskScope scope = scope_of_caller();
+  if (const auto job = args.get("job")) {
+    if (job->empty() || job->find_first_not_of("0123456789_+") != std::string::npos)
+      return fail("audit: --job: a job id, got '" + *job + "'");
+    scope.job = *job;
+  }
+  const auto topology = audit_topology(args);
+  if (!topology) return fail("audit: " + topology.error().message, kExitFailed);
 
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope);
-  const std::vector<audit::StepAudit> steps = audit::audit_tasks(node->topology, running.tasks);
+  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
   const bool with_tasks = args.has("tasks");
   if (args.has("json")) {
     output::Json list = output::Json::array();

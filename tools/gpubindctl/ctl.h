@@ -59,4 +59,7 @@ int run_metrics(const Args& args);   // metrics_command.cpp
 int run_check_node(const Args& args);
 int run_audit(const Args& args);  // audit_command.cpp
 
+// The audit's counts in the metrics' format (audit_command.cpp).
+std::string audit_metrics(const Args& args);
+
 }  // namespace gpubind::ctl

@@ -35,10 +35,11 @@ Commands:
       (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures the
       same plans over the plugin's compact protocol, an empty gRPC call and a raw Unix-socket
       echo of the same bytes.
-  metrics [--textfile PATH.prom]
+  metrics [--textfile PATH.prom] [--audit]
       The daemon's counters (plans by source, plan time, fallbacks, reloads) in the Prometheus
       text format; --textfile writes them atomically for node_exporter's textfile collector.
-      A daemon that does not answer gets gpubind_daemon_up 0 (and exit status 1).
+      A daemon that does not answer gets gpubind_daemon_up 0 (and exit status 1). --audit
+      adds the audit's counts: running tasks by verdict (gpubind_audit_tasks{verdict}).
   check-node [--topology FILE.xml|live] [--policy FILE] [--no-daemon] [--json]
       The node health check: the node against the policy's `expect` and what binding needs
       (GPU localities with CPUs, NIC links up, kernel.numa_balancing, gpubindd answering).
@@ -140,8 +141,8 @@ int run(std::vector<std::string> argv) {
     switches.insert("tasks");
     handler = run_audit;
   } else if (command == "metrics") {
-    values.insert("textfile");
-    switches.clear();
+    values.insert({"textfile", "policy", "topology"});
+    switches = {"audit"};
     handler = run_metrics;
   } else {
     return fail("unknown command '" + command + "'\n" + kUsage);

@@ -54,6 +54,7 @@ int run_metrics(const Args& args) {
   } else {
     text = output::metrics_text(nullptr);
   }
+  if (args.has("audit")) text += audit_metrics(args);
   if (textfile) {
     if (auto written = write_trusted_file(*textfile, text); !written)
       return fail(written.error().message, kExitFailed);

@@ -50,6 +50,10 @@ enum class Verdict {
   kUnknown,             // nothing to judge by (no GPUs known, no record)
 };
 const char* verdict_name(Verdict verdict);  // "as-planned", "re-pinned", "unbound-far", ...
+inline constexpr Verdict kVerdicts[] = {
+    Verdict::kAsPlanned,  Verdict::kRepinned,          Verdict::kUnboundNear,
+    Verdict::kUnboundFar, Verdict::kUnboundStraddling, Verdict::kUnboundOverlapping,
+    Verdict::kUnknown};
 
 struct TaskAudit {
   const TaskFacts* task = nullptr;

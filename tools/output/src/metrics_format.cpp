@@ -119,4 +119,28 @@ std::string metrics_text(const DaemonMetrics* m) {
   return out.take();
 }
 
+std::string audit_metrics_text(const AuditMetrics& a) {
+  Exposition out;
+  out.family("gpubind_audit_up", "gauge",
+             "Whether the audit of the node's running tasks ran (1) or not (0: no topology).");
+  out.sample("gpubind_audit_up", "", uint64_t{a.read ? 1u : 0u});
+  if (!a.read) return out.take();
+  out.family("gpubind_audit_tasks", "gauge",
+             "Tasks of Slurm job steps running on the node, by verdict: as-planned, re-pinned "
+             "(threads moved off gpubind's CPUs), unbound-near, unbound-far (off its GPUs' "
+             "domain), unbound-straddling, unbound-overlapping (another task's cores), unknown.");
+  for (const auto& [verdict, count] : a.tasks_by_verdict)
+    out.sample("gpubind_audit_tasks", label("verdict", verdict), count);
+  out.family("gpubind_audit_memory_remote_tasks", "gauge",
+             "Running tasks with most of their resident memory on NUMA nodes other than their "
+             "CPUs'.");
+  out.sample("gpubind_audit_memory_remote_tasks", "", a.memory_remote);
+  out.family("gpubind_audit_steps", "gauge", "Slurm job steps running on the node.");
+  out.sample("gpubind_audit_steps", "", a.steps);
+  out.family("gpubind_audit_partly_read_tasks", "gauge",
+             "Tasks the audit could not read whole (a process ended while it was read).");
+  out.sample("gpubind_audit_partly_read_tasks", "", a.partly_read);
+  return out.take();
+}
+
 }  // namespace gpubind::output

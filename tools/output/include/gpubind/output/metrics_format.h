@@ -29,6 +29,17 @@ struct DaemonMetrics {
 // alone, so that an alert on it fires.
 std::string metrics_text(const DaemonMetrics* metrics);
 
+// The audit of the node's running tasks (gpubindctl metrics --audit): how many run by each
+// verdict, every verdict always present (0 where none) so a series never vanishes. No job id is
+// a label: each job would start series of its own and leave them behind; `gpubindctl audit`
+// names the jobs.
+struct AuditMetrics {
+  std::vector<std::pair<std::string, uint64_t>> tasks_by_verdict;
+  uint64_t steps = 0, memory_remote = 0, partly_read = 0;
+  bool read = false;  // false: the audit could not run (no node topology)
+};
+std::string audit_metrics_text(const AuditMetrics& audit);
+
 // A label value as the format quotes it: backslash, double quote and newline escaped.
 std::string escape_label_value(const std::string& value);
 
