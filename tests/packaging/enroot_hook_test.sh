@@ -16,7 +16,7 @@ ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; shift; printf '     %s\n' "$@"; failed=$((failed + 1)); }
 : >"$tmp/empty.conf"
 
-# What the image and enroot's own hooks leave (an image's OMP_NUM_THREADS; 50-slurm-pytorch.sh
+# What the image and enroot's own hooks leave (an image's OMP_NUM_THREADS; enroot's PyTorch hook
 # adds OMP_NUM_THREADS=1 where the image has none).
 image_environ() {
   printf '%s\n' PATH=/usr/local/bin:/usr/bin PYTORCH_VERSION=2.5.1 OMP_NUM_THREADS=64 >"$tmp/environ"
