@@ -11,8 +11,10 @@ if (($(nproc) < 2)); then echo "needs 2 CPUs for 2 domains: skipped"; exit 77; f
 topology=$(mktemp /tmp/gpubind-audit-XXXXXX.xml)
 python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 || exit 1
 chmod 644 "$topology"  # the unprivileged user reads it too
+records=$(mktemp -d /tmp/gpubind-audit-records-XXXXXX)
+rmdir "$records"  # audit --record makes it, root's alone
 e2e_start_cluster audit 1 --topology "$topology"
-trap 'e2e_cleanup; rm -f "$topology"' EXIT
+trap 'e2e_cleanup; rm -rf "$topology" "$records"' EXIT
 audit=("$ctl" audit --policy "$dir/etc/policy.conf")
 
 # submit SBATCH_ARGS... -- SCRIPT: a job whose steps run SCRIPT; waits until step 0 runs (its
@@ -54,6 +56,16 @@ checked=$(promtool check metrics <<<"$metrics" 2>&1)
   "$metrics" == *"gpubind_daemon_up 1"* && $? -eq 0 && -z "$checked" ]] &&
   ok "metrics --audit: tasks by verdict, and promtool check metrics passes" ||
   bad "metrics --audit" "$metrics" "promtool: $checked"
+# The record kept per job (root only, in a folder nobody else may enter).
+"$ctl" --socket "$dir/run/gpubind.sock" audit --record "$records"
+[[ $? -eq 0 && "$(stat -c %a "$records")" == 700 && "$(cat "$records/$job")" == "n1: step 0: 2 tasks: 2 as-planned"* ]] &&
+  ok "audit --record: the job's verdicts on this node, in a folder of root's alone" ||
+  bad "audit --record" "$(ls -la "$records" 2>&1)" "$(cat "$records/$job" 2>&1)"
+if [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
+  out=$(cd /tmp && runuser -u nobody -- "$ctl" audit --record /tmp/x --policy "$dir/etc/policy.conf" 2>&1)
+  [[ $? -ne 0 && "$out" == *"root only"* ]] && ok "audit --record: refused to anyone but root" ||
+    bad "audit --record as a user" "$out"
+fi
 cancel_all
 
 job=$(submit -n1 --gpus=1 -- "srun --gpu-bind-auto bash -c 'sleep 60 & taskset -pc 0-1 \$! >/dev/null; wait'")
@@ -61,6 +73,12 @@ sleep 0.5
 out=$("${audit[@]}" --job "$job" --tasks)
 [[ "$out" == *"job $job step 0: 1 task: 1 re-pinned"* && "$out" =~ thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
   ok "a process moved to other CPUs after launch: re-pinned, naming its thread" || bad "re-pinned" "$out"
+out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf")
+planned=$(sed -nE 's/.*planned: CPUs ([0-9,-]+), GPUs.*/\1/p' <<<"$out")
+[[ -n "$planned" && "$out" == *"now:     "*"0-1 (1 thread)"* && "$out" == *"$planned (1 thread"* &&
+  "$out" == *"verdict: re-pinned"* ]] &&
+  ok "explain --job: each task's plan (CPUs $planned) beside what its threads run on now" ||
+  bad "explain --job" "$out"
 cancel_all
 
 # Another job holds the first domain's CPU: this job's GPU 0 is there, its step on the other.

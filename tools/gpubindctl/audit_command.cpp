@@ -2,9 +2,16 @@
 // judged against gpubind's plan for it or the planner's rules (gpubind/audit.h). Reads /proc
 // only (under HWLOC_FSROOT where set, as live discovery does); root sees every job, anyone else
 // their own tasks alone.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -77,6 +84,58 @@ discovery::TaskScope scope_of_caller() {
   return scope;
 }
 
+// This node's name to Slurm: its tasks' SLURMD_NODENAME (slurmstepd sets it), else the short
+// host name.
+std::string node_name(const std::vector<audit::StepAudit>& steps) {
+  for (const audit::StepAudit& step : steps) {
+    for (const audit::TaskAudit& task : step.tasks) {
+      const auto found = task.task->env.find("SLURMD_NODENAME");
+      if (found != task.task->env.end() && !found->second.empty()) return found->second;
+    }
+  }
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const std::string name = host;
+  return name.substr(0, name.find('.'));
+}
+
+// --record DIR: one file per job running here, named by its id, holding one line: this node's
+// verdicts for each of its steps. Each run rewrites them; a record two days old is removed.
+int record_jobs(const std::string& dir, const std::vector<audit::StepAudit>& steps) {
+  if (::getuid() != 0) return fail("audit: --record: root only (it records every user's jobs)");
+  // Every user's jobs: a folder root alone may enter (made so where missing).
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return fail("audit: --record: cannot make '" + dir + "': " + std::strerror(errno), kExitFailed);
+  struct stat folder {};
+  if (::lstat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode) || folder.st_uid != 0 ||
+      (folder.st_mode & 077) != 0)
+    return fail("audit: --record: '" + dir +
+                    "' must be a folder of root's that nobody else may enter (mode 0700): the "
+                    "records name every user's jobs",
+                kExitFailed);
+  std::map<std::string, std::string> lines;
+  const std::string node = node_name(steps);
+  for (const audit::StepAudit& step : steps) {
+    std::string& line = lines[step.job_id];
+    std::string text = audit::describe_step(step);
+    text = text.substr(text.find(" step ") + 1);  // "step 0: 2 tasks: 2 as-planned"
+    line += (line.empty() ? node + ": " : "; ") + text;
+  }
+  for (const auto& [job, line] : lines) {
+    if (auto written = write_trusted_file(dir + "/" + job, line + "\n"); !written)
+      return fail("audit: --record: " + written.error().message, kExitFailed);
+  }
+  const auto now = std::filesystem::file_time_type::clock::now();
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    std::error_code stat_error;
+    const auto written = entry.last_write_time(stat_error);
+    if (!stat_error && entry.is_regular_file(stat_error) && now - written > std::chrono::hours(48))
+      std::filesystem::remove(entry.path(), stat_error);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 std::string audit_metrics(const Args& args) {
@@ -99,6 +158,82 @@ std::string audit_metrics(const Args& args) {
   return output::audit_metrics_text(metrics);
 }
 
+namespace {
+
+std::string record_of(const audit::TaskFacts& task, const std::string& name) {
+  const auto found = task.env.find(name);
+  return found == task.env.end() || found->second.empty() ? "-" : found->second;
+}
+
+// What a task's threads run on now, CPU set by CPU set: "0-7 (3 threads), 0-63 (1)".
+std::string threads_now(const audit::TaskFacts& task) {
+  std::map<std::string, int> by_cpus;
+  for (const audit::ThreadFacts& thread : task.threads)
+    ++by_cpus[thread.cpus.to_list()];
+  std::string text;
+  for (const auto& [cpus, count] : by_cpus)
+    text += (text.empty() ? "" : ", ") + cpus + " (" + std::to_string(count) +
+            (count == 1 ? " thread)" : " threads)");
+  return text;
+}
+
+}  // namespace
+
+int run_explain_job(const Args& args) {
+  const std::string job = *args.get("job");
+  if (job.empty() || job.find_first_not_of("0123456789_+") != std::string::npos)
+    return fail("explain: --job: a job id, got '" + job + "'");
+  discovery::TaskScope scope = scope_of_caller();
+  scope.job = job;
+  const auto topology = audit_topology(args);
+  if (!topology) return fail("explain: " + topology.error().message, kExitFailed);
+  const discovery::RunningTasks running =
+      discovery::read_running_tasks(discovery::fs_root(), scope);
+  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
+  if (steps.empty())
+    return fail("explain: job " + job + " has no step running on this node" +
+                    (scope.uid ? " of yours" : ""),
+                kExitFailed);
+  if (args.has("json")) {
+    output::Json list = output::Json::array();
+    for (const audit::StepAudit& step : steps) {
+      for (const audit::TaskAudit& task : step.tasks) {
+        output::Json entry = task_json(task);
+        entry["step"] = step.step;
+        entry["planned"] = output::Json{{"cpus", record_of(*task.task, "GPUBIND_CPUS")},
+                                        {"gpus", record_of(*task.task, "GPUBIND_GPUS")},
+                                        {"gpu_pci", record_of(*task.task, "GPUBIND_GPU_PCI")},
+                                        {"nic", record_of(*task.task, "GPUBIND_NIC")},
+                                        {"numa", record_of(*task.task, "GPUBIND_NUMA")}};
+        entry["now"] = threads_now(*task.task);
+        list.push_back(entry);
+      }
+    }
+    std::cout << output::to_text(output::Json{{"job", job}, {"tasks", list}}) << "\n";
+    return kExitOk;
+  }
+  for (const audit::StepAudit& step : steps) {
+    std::printf("%s\n", audit::describe_step(step).c_str());
+    for (const audit::TaskAudit& task : step.tasks) {
+      const audit::TaskFacts& t = *task.task;
+      std::printf("  rank %s (pid %d)\n", t.rank >= 0 ? std::to_string(t.rank).c_str() : "-",
+                  t.pid);
+      if (record_of(t, "GPUBIND_BOUND") == "1") {
+        std::printf("    planned: CPUs %s, GPUs %s (%s), NIC %s, memory on NUMA %s\n",
+                    record_of(t, "GPUBIND_CPUS").c_str(), record_of(t, "GPUBIND_GPUS").c_str(),
+                    record_of(t, "GPUBIND_GPU_PCI").c_str(), record_of(t, "GPUBIND_NIC").c_str(),
+                    record_of(t, "GPUBIND_NUMA").c_str());
+      } else {
+        std::printf("    planned: not bound by gpubind (Slurm's GPUs %s)\n",
+                    record_of(t, "SLURM_STEP_GPUS").c_str());
+      }
+      std::printf("    now:     %s\n", threads_now(t).c_str());
+      std::printf("    verdict: %s: %s\n", audit::verdict_name(task.verdict), task.reason.c_str());
+    }
+  }
+  return kExitOk;
+}
+
 int run_audit(const Args& args) {
   discovery::TaskScope scope = scope_of_caller();
   if (const auto job = args.get("job")) {
@@ -112,6 +247,7 @@ int run_audit(const Args& args) {
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope);
   const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
+  if (const auto dir = args.get("record")) return record_jobs(*dir, steps);
   const bool with_tasks = args.has("tasks");
   if (args.has("json")) {
     output::Json list = output::Json::array();

@@ -58,6 +58,8 @@ int run_metrics(const Args& args);   // metrics_command.cpp
 // check_node_command.cpp
 int run_check_node(const Args& args);
 int run_audit(const Args& args);  // audit_command.cpp
+// explain --job ID: each running task's plan (its record) beside what it runs with now.
+int run_explain_job(const Args& args);  // audit_command.cpp
 
 // The audit's counts in the metrics' format (audit_command.cpp).
 std::string audit_metrics(const Args& args);

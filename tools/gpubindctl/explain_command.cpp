@@ -161,6 +161,7 @@ Status fix_slurm_gpus(const Topology& topology, PlanRequest& request, std::strin
 }  // namespace
 
 int run_explain(const Args& args) {
+  if (args.get("job")) return run_explain_job(args);
   auto request = request_from(args);
   if (!request) return fail(request.error().message);
   std::optional<int> rank;

@@ -28,6 +28,9 @@ Commands:
       be met. Without --topology, on gpubindd's node and policy (its plan, checked).
       --slurm-gpu-bind: under Slurm's own per-task GPU binding, the GPUs each task keeps and
       the planned task it is bound as.
+  explain --job ID [--json]
+      A running job on this node: each task's plan (gpubind's record of it) beside what it runs
+      with now (the audit's reading), and the verdict.
   status [--json]
       What the daemon serves: version, uptime, policy, topology, requests, latency.
   bench [--clients N] [--requests M] [--no-cache] [--floor] [plan options] [--json]
@@ -52,7 +55,8 @@ Commands:
       (as-planned, re-pinned: which threads moved where and what it costs) or, for a task
       gpubind did not bind, against the planner's rules (unbound-near, -far, -straddling,
       -overlapping). One line per step; --tasks one per task. Reads /proc only; root sees
-      every job, anyone else their own.
+      every job, anyone else their own. --record DIR (root): one file per running job with
+      this node's verdicts, in a folder root alone may enter.
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.
@@ -121,7 +125,7 @@ int run(std::vector<std::string> argv) {
     switches.insert({"omp", "time"});
     handler = run_plan;
   } else if (command == "explain") {
-    values.insert({"topology", "policy", "rank", "slurm-gpu-bind"});
+    values.insert({"topology", "policy", "rank", "slurm-gpu-bind", "job"});
     values.insert(kPlanValues.begin(), kPlanValues.end());
     switches.insert("omp");
     handler = run_explain;
@@ -137,7 +141,7 @@ int run(std::vector<std::string> argv) {
     switches.insert("no-daemon");
     handler = run_check_node;
   } else if (command == "audit") {
-    values.insert({"topology", "policy", "job"});
+    values.insert({"topology", "policy", "job", "record"});
     switches.insert("tasks");
     handler = run_audit;
   } else if (command == "metrics") {

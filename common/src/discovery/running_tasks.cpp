@@ -15,12 +15,13 @@ namespace {
 constexpr size_t kEnvironLimit = 4 << 20;    // ARG_MAX-sized environments are read whole
 constexpr size_t kNumaMapsLimit = 16 << 20;  // a process of many mappings
 
-// What the audit reads of a task's environment: gpubind's record, Slurm's task identity and GPU
-// list, the GPU visibility variables.
+// What the audit reads of a task's environment: gpubind's record, Slurm's task identity, node name
+// and GPU list, the GPU visibility variables.
 bool audited_variable(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "SLURM_PROCID",         "SLURM_LOCALID",       "SLURM_STEP_GPUS",  "CUDA_VISIBLE_DEVICES",
-      "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"};
+      "SLURM_PROCID",         "SLURM_LOCALID",        "SLURM_STEP_GPUS",
+      "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+      "ZE_AFFINITY_MASK",     "GPU_DEVICE_ORDINAL",   "SLURMD_NODENAME"};
   return name.substr(0, 8) == "GPUBIND_" ||
          std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
