@@ -336,7 +336,6 @@ client::TaskLaunch task_launch(int local_id) {
   return task;
 }
 
-// Says what was kept from Slurm and the user, once per node.
 // An OCI container step (srun --container: srun exports SLURM_CONTAINER). Slurm before 23.02
 // wrote the container's config.json, environment included, when the step was set up, before any
 // task started (slurmstepd's container.c): no task variable, Slurm's or gpubind's, reaches the
@@ -376,6 +375,7 @@ void say_gpu_isolation(const PluginState& s, int local_id, const TaskBinding& ta
                "without a per-task option and let gpubind share the GPUs out\n");
 }
 
+// Says what was kept from Slurm and the user, once per node.
 void say_what_stays(const PluginState& s, int local_id, const LaunchDecision& decision) {
   const ExplicitBinding& user = s.facts.user;
   if (decision.slurm_chose_gpus && !user.gpu.empty() && user.gpu != "none") {
