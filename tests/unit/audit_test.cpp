@@ -190,6 +190,9 @@ TEST(RunningTasks, StepDaemonsTasksAndTheirProcessesAreRead) {
   tree.write("/proc/500/cmdline", std::string("slurmstepd: [42.extern]\0", 24));
   tree.process(600, "sleep", 500, 1000, "", {{600, "0-7"}});
   tree.process(700, "bash", 1, 1000, "", {{700, "0-7"}});  // no step's
+  // slurmstepd's own children: a forked slurmstepd, and a process without a task's rank.
+  tree.process(800, "slurmstepd", 100, 0, std::string("SLURM_PROCID=0\0", 15), {{800, "0-7"}});
+  tree.process(900, "sleep", 100, 1000, std::string("HOME=/x\0", 8), {{900, "0-7"}});
 
   const RunningTasks all = read_running_tasks(tree.root(), {});
   ASSERT_EQ(all.tasks.size(), 2u);

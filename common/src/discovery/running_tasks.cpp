@@ -60,16 +60,21 @@ std::vector<int> descendants(int top, const std::multimap<int, int>& children) {
   return out;
 }
 
+struct TaskRead {
+  bool whole = true;    // every file in scope was read
+  bool environ = true;  // its first process's environment was
+};
+
 // Reads one task: its identity from its first process, threads and memory from all of them.
-// False where something in scope could not be read.
-bool read_task(const std::string& root, int pid, const std::vector<int>& processes,
-               audit::TaskFacts& task) {
-  bool whole = true;
+TaskRead read_task(const std::string& root, int pid, const std::vector<int>& processes,
+                   audit::TaskFacts& task) {
+  TaskRead read;
+  bool& whole = read.whole;
   const std::string dir = "/proc/" + std::to_string(pid);
   if (const auto environ = read_small_file(root, dir + "/environ", kEnvironLimit))
     task.env = parse_environ(*environ, audited_variable);
   else
-    whole = false;
+    whole = read.environ = false;
   if (const auto it = task.env.find("SLURM_PROCID"); it != task.env.end())
     task.rank = number(it->second).value_or(-1);
   if (const auto it = task.env.find("SLURM_LOCALID"); it != task.env.end())
@@ -90,7 +95,7 @@ bool read_task(const std::string& root, int pid, const std::vector<int>& process
         task.pages_per_numa[node] += pages;
     }
   }
-  return whole;
+  return read;
 }
 
 }  // namespace
@@ -196,6 +201,8 @@ RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope)
     auto [first, last] = children.equal_range(stepd);
     for (auto it = first; it != last; ++it) {
       const int pid = it->second;
+      // slurmstepd's own helpers (a forked slurmstepd) are no task of the job's.
+      if (processes.at(pid).comm == "slurmstepd") continue;
       const auto status_text = read_small_file(root, "/proc/" + std::to_string(pid) + "/status");
       if (!status_text) continue;  // gone
       const ProcStatus status = parse_proc_status(*status_text);
@@ -206,7 +213,11 @@ RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope)
       task.step = id->second;
       task.uid = status.uid;
       task.pid = pid;
-      if (!read_task(root, pid, descendants(pid, children), task)) ++out.partly_read;
+      const TaskRead read = read_task(root, pid, descendants(pid, children), task);
+      // Slurm gives every task (the batch script too) its rank: a child without one, whose
+      // environment could be read, is slurmstepd's own.
+      if (read.environ && !task.env.count("SLURM_PROCID")) continue;
+      if (!read.whole) ++out.partly_read;
       out.tasks.push_back(std::move(task));
     }
   }
