@@ -17,8 +17,8 @@ e2e_start_cluster audit 1 --topology "$topology"
 trap 'e2e_cleanup; rm -rf "$topology" "$records"' EXIT
 audit=("$ctl" audit --policy "$dir/etc/policy.conf")
 
-# submit SBATCH_ARGS... -- SCRIPT: a job whose steps run SCRIPT; waits until step 0 runs (its
-# tasks started) and prints the job id.
+# submit SBATCH_ARGS... -- SCRIPT: a job whose steps run SCRIPT; waits until its step 0 shows
+# in the audit and prints the job id.
 submit() {
   local args=() job
   while [[ $1 != -- ]]; do args+=("$1"); shift; done
@@ -30,6 +30,15 @@ submit() {
   done
   echo "$job"
 }
+# until_audit JOB PATTERN: the audit of JOB (per task) once it matches PATTERN (grep -E), or
+# after 20 s as it then is: tasks start one by one, each first a fork of slurmstepd's.
+until_audit() {
+  for _ in $(seq 200); do
+    out=$("${audit[@]}" --job "$1" --tasks)
+    grep -qE "$2" <<<"$out" && return
+    sleep 0.1
+  done
+}
 cancel_all() {
   scancel --quiet --user=root
   runuser -u nobody -- scancel --quiet --user=nobody 2>/dev/null
@@ -37,7 +46,7 @@ cancel_all() {
 }
 
 job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto sleep 60")
-out=$("${audit[@]}" --job "$job" --tasks)
+until_audit "$job" "step 0: 2 tasks: 2 as-planned"
 [[ "$out" == *"job $job step 0: 2 tasks: 2 as-planned"* && $(grep -c "as-planned: every thread on its planned CPUs" <<<"$out") -eq 2 ]] &&
   ok "a bound step: 2 tasks as planned" || bad "bound step" "$out"
 json=$("${audit[@]}" --job "$job" --json --tasks)
@@ -69,8 +78,7 @@ fi
 cancel_all
 
 job=$(submit -n1 --gpus=1 -- "srun --gpu-bind-auto bash -c 'sleep 60 & taskset -pc 0-1 \$! >/dev/null; wait'")
-sleep 0.5
-out=$("${audit[@]}" --job "$job" --tasks)
+until_audit "$job" "step 0: 1 task: 1 re-pinned"
 [[ "$out" == *"job $job step 0: 1 task: 1 re-pinned"* && "$out" =~ thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
   ok "a process moved to other CPUs after launch: re-pinned, naming its thread" || bad "re-pinned" "$out"
 out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf")
@@ -84,14 +92,13 @@ cancel_all
 # Another job holds the first domain's CPU: this job's GPU 0 is there, its step on the other.
 sbatch -n1 -o /dev/null --wrap "sleep 60" >/dev/null
 job=$(submit -n1 --gpus=1 -- "srun sleep 60")
-out=$("${audit[@]}" --job "$job" --tasks)
+until_audit "$job" "step 0: 1 task: 1 unbound-far"
 [[ "$out" == *"job $job step 0: 1 task: 1 unbound-far"* && "$out" == *"none of its CPUs is next to its GPU"* ]] &&
   ok "a step without gpubind off its GPU's domain: unbound-far" || bad "unbound far" "$out"
 cancel_all
 
 job=$(submit -n1 --gpus=1 -- "srun --overlap sleep 60 & srun --overlap sleep 60 & wait")
-for _ in $(seq 100); do "${audit[@]}" --job "$job" | grep -q "step 1:" && break; sleep 0.1; done
-out=$("${audit[@]}" --job "$job" --tasks)
+until_audit "$job" "step 1: 1 task: 1 unbound-overlapping"
 [[ $(grep -c "1 unbound-overlapping" <<<"$out") -eq 2 && "$out" == *"shares cores with job $job step"* ]] &&
   ok "two steps on one CPU: both overlapping, each naming the other" || bad "overlapping" "$out"
 

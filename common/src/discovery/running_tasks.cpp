@@ -215,8 +215,11 @@ RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope)
       task.pid = pid;
       const TaskRead read = read_task(root, pid, descendants(pid, children), task);
       // Slurm gives every task (the batch script too) its rank: a child without one, whose
-      // environment could be read, is slurmstepd's own.
+      // environment could be read, is slurmstepd's own. One that ended meanwhile (or a fork
+      // of slurmstepd's that became the task's program) is no task to judge.
       if (read.environ && !task.env.count("SLURM_PROCID")) continue;
+      if (!read.environ && !read_small_file(root, "/proc/" + std::to_string(pid) + "/status"))
+        continue;
       if (!read.whole) ++out.partly_read;
       out.tasks.push_back(std::move(task));
     }
