@@ -179,7 +179,8 @@ class ProcTree {
 
 TEST(RunningTasks, StepDaemonsTasksAndTheirProcessesAreRead) {
   ProcTree tree;
-  const std::string env0("SLURM_PROCID=0\0SLURM_LOCALID=0\0GPUBIND_BOUND=1\0HOME=/x\0", 58);
+  constexpr char kEnv0[] = "SLURM_PROCID=0\0SLURM_LOCALID=0\0GPUBIND_BOUND=1\0HOME=/x\0";
+  const std::string env0(kEnv0, sizeof kEnv0 - 1);
   tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
   tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0\0\0\0", 22));
   tree.process(200, "python3", 100, 1000, env0, {{200, "0-3"}, {201, "0-3"}}, "7f N0=10 N1=5\n");
