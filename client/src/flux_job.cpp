@@ -8,13 +8,13 @@ namespace {
 // Just enough JSON for R: objects, arrays, strings, numbers, true/false/null; nesting bounded.
 struct Json {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
-  std::string text;  // a string's value, a number's digits
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  std::string text;         // a string's value, a number's digits
+  std::vector<Json> items;  // an array's; an object's values, in the order of `keys`
+  std::vector<std::string> keys;
 
   const Json* member(std::string_view name) const {
-    for (const auto& [key, value] : members)
-      if (key == name) return &value;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == name) return &items[i];
     return nullptr;
   }
 };
@@ -77,7 +77,8 @@ class JsonReader {
       if (!next_is(':')) return fault("no ':' after key \"" + key + "\"");
       Json member;
       if (auto read = value(member, depth + 1); !read) return read;
-      out.members.emplace_back(std::move(key), std::move(member));
+      out.keys.push_back(std::move(key));
+      out.items.push_back(std::move(member));
     } while (next_is(','));
     return next_is('}') ? Status{Ok{}} : fault("an object does not end with '}'");
   }
