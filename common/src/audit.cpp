@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "gpubind/parse.h"
+#include "gpubind/printable.h"
 
 namespace gpubind::audit {
 namespace {
@@ -64,46 +66,31 @@ CpuSet gpu_domain(const Topology& topology, const std::vector<int>& gpus) {
   return near;
 }
 
-std::vector<int> split_numbers(const std::string& text) {
-  std::vector<int> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string word = text.substr(at, comma - at);
-    const auto value = parse_whole_number(word, 0, 1 << 16);
-    if (value)
-      out.push_back(static_cast<int>(*value));
-    else if (!word.empty())
-      return {};
-    at = comma + 1;
-  }
-  return out;
-}
-
 std::string env_or(const TaskFacts& task, const std::string& name) {
   const auto found = task.env.find(name);
   return found == task.env.end() ? "" : found->second;
 }
 
-// The task's node GPUs: those gpubind recorded by bus id, else Slurm's SLURM_STEP_GPUS (node
-// indices; under ConstrainDevices a narrowed task's names the step's first GPUs).
+// The task's node GPUs: those gpubind recorded by bus id (every partition of a partitioned
+// card: they share one), else Slurm's SLURM_STEP_GPUS (node indices; under ConstrainDevices a
+// narrowed task's names the step's first GPUs).
 std::vector<int> gpus_of(const Topology& topology, const TaskFacts& task) {
-  std::vector<int> gpus;
-  const std::string pcis = env_or(task, "GPUBIND_GPU_PCI");
-  if (!pcis.empty()) {
-    size_t at = 0;
-    while (at <= pcis.size()) {
-      const size_t comma = std::min(pcis.find(',', at), pcis.size());
-      const std::string pci = pcis.substr(at, comma - at);
-      for (const Gpu& gpu : topology.gpus)
-        if (gpu.pci_bus_id == pci) gpus.push_back(gpu.index);
-      at = comma + 1;
-    }
-    if (!gpus.empty()) return gpus;
+  std::set<int> gpus;
+  std::istringstream pcis(env_or(task, "GPUBIND_GPU_PCI"));
+  for (std::string pci; std::getline(pcis, pci, ',');) {
+    if (pci.empty()) continue;
+    const std::string wanted = canonical_bus_id(pci);
+    for (const Gpu& gpu : topology.gpus)
+      if (!gpu.pci_bus_id.empty() && canonical_bus_id(gpu.pci_bus_id) == wanted)
+        gpus.insert(gpu.index);
   }
-  for (int g : split_numbers(env_or(task, "SLURM_STEP_GPUS")))
-    if (g < static_cast<int>(topology.gpus.size())) gpus.push_back(g);
-  return gpus;
+  if (gpus.empty()) {
+    // Index lists read like CPU lists ("0,2", "0-3").
+    const auto indices = CpuSet::parse_list(env_or(task, "SLURM_STEP_GPUS"));
+    for (int g : indices ? indices->to_vector() : std::vector<int>{})
+      if (g < static_cast<int>(topology.gpus.size())) gpus.insert(g);
+  }
+  return {gpus.begin(), gpus.end()};
 }
 
 bool bound_by_gpubind(const TaskFacts& task) {
@@ -167,10 +154,15 @@ std::string joined(const std::vector<std::string>& parts, const char* separator)
   return text;
 }
 
+// Remote: on a NUMA node with CPUs other than those of the task's CPUs. A node without CPUs
+// (a GPU's memory as a NUMA node: GH200, MI300A; CXL memory) is where the task's GPU or the
+// site put that memory on purpose: counted in neither share.
 void judge_memory(const Topology& topology, const TaskFacts& task, TaskAudit& out) {
   int64_t total = 0, remote = 0;
   const std::set<int> local = domains_of(topology, out.cpus).numas;
+  const std::set<int> with_cpus = domains_of(topology, topology.all_pus()).numas;
   for (const auto& [node, pages] : task.pages_per_numa) {
+    if (!with_cpus.count(node)) continue;
     total += pages;
     if (!local.count(node)) remote += pages;
   }
@@ -197,8 +189,8 @@ TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vect
     CpuSet moved_cpus;
     for (const ThreadFacts& thread : task.threads) {
       if (thread.cpus.is_subset_of(*planned)) continue;
-      moved.push_back("thread " + std::to_string(thread.tid) + " (" + thread.name + ") on CPUs " +
-                      thread.cpus.to_list());
+      moved.push_back("thread " + std::to_string(thread.tid) + " (" + excerpt(thread.name, 32) +
+                      ") on CPUs " + thread.cpus.to_list());
       moved_cpus |= thread.cpus;
     }
     if (moved.empty()) {
@@ -226,10 +218,13 @@ TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vect
     out.verdict = Verdict::kUnboundStraddling;
   else if (!sharing_with(task, out.cpus, all, cpus_of).empty())
     out.verdict = Verdict::kUnboundOverlapping;
+  else if (near.empty())
+    out.verdict = Verdict::kUnknown;  // nearness is not known, so never claimed
   else
     out.verdict = Verdict::kUnboundNear;
+  const char* fine = near.empty() ? ", its GPUs' locality unknown" : ", next to its GPU";
   out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() +
-               (costs.empty() ? std::string(", next to its GPU") : ": " + joined(costs, ", "));
+               (costs.empty() ? std::string(fine) : ": " + joined(costs, ", "));
   return out;
 }
 

@@ -98,6 +98,47 @@ TEST(Audit, UnboundTasksAreJudgedByThePlannersRules) {
             Verdict::kUnknown);
 }
 
+TEST(Audit, UnknownGpuLocalityIsNeverCalledNear) {
+  Topology vm = testing::fixture("lumi-g");
+  for (Gpu& gpu : vm.gpus)
+    gpu.locality.kind = LocalityKind::kUnknown;
+  const TaskAudit t =
+      only_task(audit_tasks(vm, {task("0", 0, {{"SLURM_STEP_GPUS", "0"}}, {{1, "48-55"}})}));
+  EXPECT_EQ(t.verdict, Verdict::kUnknown) << t.reason;
+  EXPECT_NE(t.reason.find("locality unknown"), std::string::npos) << t.reason;
+}
+
+TEST(Audit, GpusAreTheRecordsOnceEachAndSlurmsIndexListsWithRanges) {
+  const Topology& lumi = testing::fixture("lumi-g");
+  // The same bus id twice, written as NVIDIA's tools do (8-digit domain, capitals).
+  auto env = bound_on_gcd0();
+  env["GPUBIND_GPU_PCI"] = "0000:c1:00.0,00000000:C1:00.0";
+  EXPECT_EQ(only_task(audit_tasks(lumi, {task("0", 0, env, {{1, "49-55"}})})).gpus,
+            std::vector<int>{0});
+  EXPECT_EQ(
+      only_task(audit_tasks(lumi, {task("0", 0, {{"SLURM_STEP_GPUS", "0-2,2"}}, {{1, "48-55"}})}))
+          .gpus,
+      (std::vector<int>{0, 1, 2}));
+}
+
+TEST(Audit, MemoryOnNumaNodesWithoutCpusIsNeitherLocalNorRemote) {
+  // A GPU's memory as a NUMA node of its own (GH200, MI300A): node 9 here, no CPU on it.
+  TaskFacts facts = task("0", 0, bound_on_gcd0(), {{1000, "49-55"}});
+  facts.pages_per_numa = {{3, 5000}, {9, 90000}};
+  const TaskAudit t = only_task(audit_tasks(testing::fixture("lumi-g"), {facts}));
+  EXPECT_NEAR(t.remote_memory, 0.0, 1e-9);
+  EXPECT_FALSE(t.memory_remote);
+}
+
+TEST(Audit, ThreadNamesAreShownPrintable) {
+  TaskFacts facts = task("0", 0, bound_on_gcd0(), {{1000, "0-7"}});
+  facts.threads[0].name = "evil\x1b[2J\nname";
+  const TaskAudit t = only_task(audit_tasks(testing::fixture("lumi-g"), {facts}));
+  EXPECT_EQ(t.verdict, Verdict::kRepinned);
+  EXPECT_EQ(t.reason.find('\x1b'), std::string::npos) << t.reason;
+  EXPECT_EQ(t.reason.find('\n'), std::string::npos) << t.reason;
+}
+
 TEST(Audit, MemoryMostlyOnOtherNumaNodesIsSaid) {
   TaskFacts facts = task("0", 0, bound_on_gcd0(), {{1000, "49-55"}});
   facts.pages_per_numa = {{3, 1000}, {0, 9000}};  // its CPUs are NUMA 3's
@@ -134,7 +175,8 @@ TEST(ProcFormats, EachFileAsTheKernelWritesIt) {
   EXPECT_EQ(parse_numa_maps("7f00 default file=/lib/x.so mapped=3 N0=2 N1=1 kernelpagesize_kB=4\n"
                             "7f10 prefer:1 anon=5 dirty=5 N1=5 kernelpagesize_kB=4\n"
                             "7f20 bind:0 heap anon=2 N0=2 kernelpagesize_kB=2048\n"),
-            (std::map<int, int64_t>{{0, 4}, {1, 6}}));
+            (std::map<int, int64_t>{{0, 2 + 2 * 512}, {1, 6}}))
+      << "counted in 4 KiB pages: two 2 MiB huge pages are 1024 of them";
   const std::string environ("A=1\0GPUBIND_CPUS=0-3\0SLURM_PROCID=2\0B=x=y\0", 41);
   EXPECT_EQ(parse_environ(environ, [](std::string_view n) { return n != "A"; }),
             (std::map<std::string, std::string>{
@@ -212,6 +254,24 @@ TEST(RunningTasks, StepDaemonsTasksAndTheirProcessesAreRead) {
   ASSERT_EQ(own.tasks.size(), 1u);
   EXPECT_EQ(own.tasks[0].pid, 200);
   EXPECT_TRUE(read_running_tasks(tree.root(), {std::nullopt, std::string("43")}).tasks.empty());
+}
+
+TEST(RunningTasks, ATaskThatEndedWhileReadAndAReusedPidAreNoTaskToJudge) {
+  ProcTree tree;
+  constexpr char kEnv[] = "SLURM_PROCID=0\0GPUBIND_BOUND=1\0";
+  const std::string env(kEnv, sizeof kEnv - 1);
+  // Its environment was read, then it ended: no thread left to read.
+  tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
+  tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0", 19));
+  tree.process(200, "python3", 100, 1000, env, {});
+  // A step daemon whose parent pid is now its own task's (a pid reused while /proc was read).
+  tree.process(300, "slurmstepd", 400, 0, "", {{300, "0-7"}});
+  tree.write("/proc/300/cmdline", std::string("slurmstepd: [43.0]\0", 19));
+  tree.process(400, "python3", 300, 1000, env, {{400, "0-3"}});
+  const RunningTasks read = read_running_tasks(tree.root(), {});
+  ASSERT_EQ(read.tasks.size(), 1u);
+  EXPECT_EQ(read.tasks[0].pid, 400);
+  EXPECT_EQ(read.tasks[0].threads.size(), 2u) << "its own thread and, once, the loop's";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "gpubind/discovery/running_tasks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <map>
 #include <set>
@@ -49,13 +50,15 @@ std::map<int, Process> all_processes(const std::string& root) {
   return processes;
 }
 
-// The processes below `top` (itself included), breadth first.
+// The processes below `top` (itself included), breadth first. The parents were read one by one
+// while processes came and went: a reused pid may close a loop, which is followed once.
 std::vector<int> descendants(int top, const std::multimap<int, int>& children) {
   std::vector<int> out{top};
+  std::set<int> seen{top};
   for (size_t i = 0; i < out.size(); ++i) {
     auto [first, last] = children.equal_range(out[i]);
     for (auto it = first; it != last; ++it)
-      out.push_back(it->second);
+      if (seen.insert(it->second).second) out.push_back(it->second);
   }
   return out;
 }
@@ -81,7 +84,9 @@ TaskRead read_task(const std::string& root, int pid, const std::vector<int>& pro
     task.local_rank = number(it->second).value_or(-1);
   for (int process : processes) {
     const std::string pdir = "/proc/" + std::to_string(process);
-    for (const std::string& tid : list_folder(root, pdir + "/task")) {
+    const std::vector<std::string> tids = list_folder(root, pdir + "/task");
+    if (tids.empty()) whole = false;  // it ended while the task was read
+    for (const std::string& tid : tids) {
       const auto text = read_small_file(root, pdir + "/task/" + tid + "/status");
       const ProcStatus status = text ? parse_proc_status(*text) : ProcStatus{};
       if (!status.cpus) {
@@ -156,15 +161,29 @@ ProcStatus parse_proc_status(const std::string& text) {
 
 std::map<int, int64_t> parse_numa_maps(const std::string& text) {
   std::map<int, int64_t> pages;
-  std::istringstream in(text);
-  for (std::string word; in >> word;) {
-    if (word.size() < 4 || word[0] != 'N') continue;
-    const size_t equals = word.find('=');
-    if (equals == std::string::npos) continue;
-    const auto node = number(std::string_view(word).substr(1, equals - 1));
-    const auto count =
-        parse_whole_number(std::string_view(word).substr(equals + 1), 0, int64_t{1} << 50);
-    if (node && count) pages[*node] += *count;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    // N<node>= counts pages of the mapping's own size (kernelpagesize_kB: huge pages on hugetlb
+    // and THP mappings): counted here in 4 KiB pages, so shares weigh bytes.
+    std::map<int, int64_t> counts;
+    int64_t scale = 1;
+    std::istringstream words(line);
+    for (std::string word; words >> word;) {
+      const size_t equals = word.find('=');
+      if (equals == std::string::npos) continue;
+      const std::string_view key = std::string_view(word).substr(0, equals);
+      const std::string_view value = std::string_view(word).substr(equals + 1);
+      if (key == "kernelpagesize_kB") {
+        scale =
+            std::max<int64_t>(1, parse_whole_number(value, 0, int64_t{1} << 30).value_or(4) / 4);
+      } else if (key.size() >= 2 && key[0] == 'N') {
+        const auto node = number(key.substr(1));
+        const auto count = parse_whole_number(value, 0, int64_t{1} << 40);
+        if (node && count) counts[*node] += *count;
+      }
+    }
+    for (const auto& [node, count] : counts)
+      pages[node] += count * scale;
   }
   return pages;
 }
@@ -218,6 +237,8 @@ RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope)
       // environment could be read, is slurmstepd's own. One that ended meanwhile (or a fork
       // of slurmstepd's that became the task's program) is no task to judge.
       if (read.environ && !task.env.count("SLURM_PROCID")) continue;
+      // No thread read: it ended meanwhile; judging it would judge nothing.
+      if (task.threads.empty()) continue;
       if (!read.environ && !read_small_file(root, "/proc/" + std::to_string(pid) + "/status"))
         continue;
       if (!read.whole) ++out.partly_read;
