@@ -54,6 +54,7 @@ listing=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 missing=()
 for path in usr/sbin/gpubindd usr/sbin/gpubind-healthcheck usr/share/gpubind/nhc/gpubind.nhc \
   usr/share/gpubind/enroot/60-gpubind.sh \
+  usr/share/gpubind/epilog/gpubind-audit-epilog \
   usr/bin/gpubindctl usr/bin/gpubind-check usr/bin/gpubind-run \
   "usr/$plugin_dir/spank_gpubind.so" "usr/$plugin_dir/libgpubind_stepd.so" \
   lib/systemd/system/gpubindd.service lib/systemd/system/gpubindd.socket \

@@ -57,8 +57,13 @@ grep -q '^ListenStream=/run/gpubind/gpubind.sock$' "$units"/gpubindd.socket || {
 # (the service makes it), sandboxed, and a hung run is stopped.
 metrics=$units/gpubind-metrics.service
 grep -q '^OnUnitActiveSec=1min$' "$units"/gpubind-metrics.timer || { echo "FAIL timer period"; failed=1; }
-grep -q 'metrics --audit --textfile /var/lib/gpubind-metrics/gpubind.prom$' "$metrics" ||
+grep -q 'metrics --audit --textfile /var/lib/gpubind-metrics/gpubind.prom --record /run/gpubind-audit$' "$metrics" ||
   { echo "FAIL metrics textfile"; failed=1; }
+# The records of running jobs (every user's): root's alone, kept between the runs.
+[[ $(setting "$metrics" Service RuntimeDirectory) == gpubind-audit &&
+  $(setting "$metrics" Service RuntimeDirectoryMode) == 0700 &&
+  $(setting "$metrics" Service RuntimeDirectoryPreserve) == yes ]] ||
+  { echo "FAIL the audit records' folder: gpubind-audit, 0700, preserved"; failed=1; }
 [[ $(setting "$metrics" Service StateDirectory) == gpubind-metrics &&
   $(setting "$metrics" Service StateDirectoryMode) == 0755 ]] ||
   { echo "FAIL the metrics folder: StateDirectory=gpubind-metrics, 0755"; failed=1; }

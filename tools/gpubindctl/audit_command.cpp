@@ -19,10 +19,13 @@
 #include "ctl.h"
 #include "gpubind/api/binder_client.h"
 #include "gpubind/audit.h"
+#include "gpubind/audit_record.h"
 #include "gpubind/discovery/fs_root.h"
 #include "gpubind/discovery/running_tasks.h"
 #include "gpubind/output/json.h"
 #include "gpubind/output/metrics_format.h"
+#include "gpubind/parse.h"
+#include "gpubind/printable.h"
 
 namespace gpubind::ctl {
 namespace {
@@ -84,14 +87,12 @@ discovery::TaskScope scope_of_caller() {
   return scope;
 }
 
-// This node's name to Slurm: its tasks' SLURMD_NODENAME (slurmstepd sets it), else the short
-// host name.
-std::string node_name(const std::vector<audit::StepAudit>& steps) {
-  for (const audit::StepAudit& step : steps) {
-    for (const audit::TaskAudit& task : step.tasks) {
-      const auto found = task.task->env.find("SLURMD_NODENAME");
-      if (found != task.task->env.end() && !found->second.empty()) return found->second;
-    }
+// The node a step runs on, to Slurm: its tasks' SLURMD_NODENAME (slurmstepd sets it), else the
+// short host name.
+std::string node_of(const audit::StepAudit& step) {
+  for (const audit::TaskAudit& task : step.tasks) {
+    const auto found = task.task->env.find("SLURMD_NODENAME");
+    if (found != task.task->env.end() && !found->second.empty()) return found->second;
   }
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -99,53 +100,91 @@ std::string node_name(const std::vector<audit::StepAudit>& steps) {
   return name.substr(0, name.find('.'));
 }
 
-// --record DIR: one file per job running here, named by its id, holding one line: this node's
-// verdicts for each of its steps. Each run rewrites them; a record two days old is removed.
-int record_jobs(const std::string& dir, const std::vector<audit::StepAudit>& steps) {
-  if (::getuid() != 0) return fail("audit: --record: root only (it records every user's jobs)");
-  // Every user's jobs: a folder root alone may enter (made so where missing).
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return fail("audit: --record: cannot make '" + dir + "': " + std::strerror(errno), kExitFailed);
+// A job id as slurmstepd names its job: the number Slurm gave it (an array task's and a
+// heterogeneous component's own, SLURM_JOB_ID), never "123_4" or "123+1".
+bool is_job_id(const std::string& text) {
+  return parse_whole_number(text, 1, 0xFFFFFFFFLL).has_value();
+}
+
+// The records name every user's jobs: a folder of root's nobody else may enter, made so where
+// missing; any other is refused.
+Status check_record_folder(const std::string& dir, bool make) {
+  if (::getuid() != 0) return Error{"--record: root only (the records hold every user's jobs)"};
+  if (make && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error{"--record: cannot make '" + dir + "': " + std::strerror(errno)};
   struct stat folder {};
   if (::lstat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode) || folder.st_uid != 0 ||
       (folder.st_mode & 077) != 0)
-    return fail("audit: --record: '" + dir +
-                    "' must be a folder of root's that nobody else may enter (mode 0700): the "
-                    "records name every user's jobs",
-                kExitFailed);
-  std::map<std::string, std::string> lines;
-  const std::string node = node_name(steps);
-  for (const audit::StepAudit& step : steps) {
-    std::string& line = lines[step.job_id];
-    std::string text = audit::describe_step(step);
-    text = text.substr(text.find(" step ") + 1);  // "step 0: 2 tasks: 2 as-planned"
-    line += (line.empty() ? node + ": " : "; ") + text;
+    return Error{"--record: '" + dir +
+                 "' must be a folder of root's that nobody else may enter (mode 0700): the "
+                 "records name every user's jobs"};
+  return Ok{};
+}
+
+// --record DIR: one file per job running here, named by its id, one line per step (its node,
+// its verdicts): each run replaces the lines of the steps it reads and keeps the last line of
+// steps that have ended, for the job's epilog. A record two days old is removed.
+Status record_jobs(const std::string& dir, const std::vector<audit::StepAudit>& steps) {
+  if (auto folder = check_record_folder(dir, true); !folder) return folder;
+  std::map<std::string, std::vector<std::string>> lines;  // job -> its steps' lines
+  for (const audit::StepAudit& step : steps)
+    lines[step.job_id].push_back(audit::record_line(step, node_of(step)));
+  for (const auto& [job, now] : lines) {
+    const std::string path = dir + "/" + job;
+    const std::string previous = discovery::read_small_file("", path).value_or("");
+    if (auto written = write_trusted_file(path, audit::merge_record(previous, now)); !written)
+      return written;
   }
-  for (const auto& [job, line] : lines) {
-    if (auto written = write_trusted_file(dir + "/" + job, line + "\n"); !written)
-      return fail("audit: --record: " + written.error().message, kExitFailed);
-  }
+  // Records of jobs long ended (an epilog that never ran): only files named as records are.
   const auto now = std::filesystem::file_time_type::clock::now();
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
     std::error_code stat_error;
-    const auto written = entry.last_write_time(stat_error);
-    if (!stat_error && entry.is_regular_file(stat_error) && now - written > std::chrono::hours(48))
-      std::filesystem::remove(entry.path(), stat_error);
+    const auto written = it->last_write_time(stat_error);
+    if (!stat_error && is_job_id(it->path().filename().string()) &&
+        it->is_regular_file(stat_error) && now - written > std::chrono::hours(48))
+      std::filesystem::remove(it->path(), stat_error);
   }
+  return Ok{};
+}
+
+// --admin-comment JOB --record DIR: the job's AdminComment as read on standard input (sacct's),
+// with this node's record of the job merged in, on standard output (the epilog stores it).
+int print_admin_comment(const std::string& job, const std::string& dir) {
+  if (!is_job_id(job)) return fail("audit: --admin-comment: a job id, got '" + job + "'");
+  if (auto folder = check_record_folder(dir, false); !folder)
+    return fail("audit: " + folder.error().message, kExitFailed);
+  const auto record = discovery::read_small_file("", dir + "/" + job);
+  if (!record || record->empty())
+    return fail("audit: --admin-comment: no record of job " + job + " in " + dir +
+                    " (no step of it was audited on this node)",
+                kExitNothing);
+  std::string comment;
+  char buffer[4096];
+  while (comment.size() < 256 * 1024 && std::cin.read(buffer, sizeof buffer).gcount() > 0)
+    comment.append(buffer, static_cast<size_t>(std::cin.gcount()));
+  while (!comment.empty() && (comment.back() == '\n' || comment.back() == '\r'))
+    comment.pop_back();
+  std::printf("%s\n", audit::merge_admin_comment(comment, *record).c_str());
   return kExitOk;
 }
 
 }  // namespace
 
-std::string audit_metrics(const Args& args) {
+AuditMetrics audit_metrics(const Args& args) {
   output::AuditMetrics metrics;
+  AuditMetrics result;
   const auto topology = audit_topology(args);
-  if (!topology) return output::audit_metrics_text(metrics);
+  if (!topology) {
+    result.text = output::audit_metrics_text(metrics);
+    return result;
+  }
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope_of_caller());
+  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
   std::map<audit::Verdict, uint64_t> counts;
-  for (const audit::StepAudit& step : audit::audit_tasks(*topology, running.tasks)) {
+  for (const audit::StepAudit& step : steps) {
     ++metrics.steps;
     metrics.memory_remote += static_cast<uint64_t>(step.memory_remote);
     for (const auto& [verdict, count] : step.counts)
@@ -155,14 +194,18 @@ std::string audit_metrics(const Args& args) {
     metrics.tasks_by_verdict.emplace_back(audit::verdict_name(verdict), counts[verdict]);
   metrics.partly_read = static_cast<uint64_t>(running.partly_read);
   metrics.read = true;
-  return output::audit_metrics_text(metrics);
+  result.text = output::audit_metrics_text(metrics);
+  if (const auto dir = args.get("record")) result.recorded = record_jobs(*dir, steps);
+  return result;
 }
 
 namespace {
 
+// A variable of the task's record, as the task's own environment holds it (its user may have
+// written anything there): printable, and cut.
 std::string record_of(const audit::TaskFacts& task, const std::string& name) {
   const auto found = task.env.find(name);
-  return found == task.env.end() || found->second.empty() ? "-" : found->second;
+  return found == task.env.end() || found->second.empty() ? "-" : excerpt(found->second, 256);
 }
 
 // What a task's threads run on now, CPU set by CPU set: "0-7 (3 threads), 0-63 (1)".
@@ -181,8 +224,7 @@ std::string threads_now(const audit::TaskFacts& task) {
 
 int run_explain_job(const Args& args) {
   const std::string job = *args.get("job");
-  if (job.empty() || job.find_first_not_of("0123456789_+") != std::string::npos)
-    return fail("explain: --job: a job id, got '" + job + "'");
+  if (!is_job_id(job)) return fail("explain: --job: a job id, got '" + job + "'");
   discovery::TaskScope scope = scope_of_caller();
   scope.job = job;
   const auto topology = audit_topology(args);
@@ -235,10 +277,14 @@ int run_explain_job(const Args& args) {
 }
 
 int run_audit(const Args& args) {
+  if (const auto job = args.get("admin-comment")) {
+    const auto dir = args.get("record");
+    if (!dir) return fail("audit: --admin-comment JOB reads the job's record: give --record DIR");
+    return print_admin_comment(*job, *dir);
+  }
   discovery::TaskScope scope = scope_of_caller();
   if (const auto job = args.get("job")) {
-    if (job->empty() || job->find_first_not_of("0123456789_+") != std::string::npos)
-      return fail("audit: --job: a job id, got '" + *job + "'");
+    if (!is_job_id(*job)) return fail("audit: --job: a job id, got '" + *job + "'");
     scope.job = *job;
   }
   const auto topology = audit_topology(args);
@@ -247,7 +293,11 @@ int run_audit(const Args& args) {
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope);
   const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
-  if (const auto dir = args.get("record")) return record_jobs(*dir, steps);
+  if (const auto dir = args.get("record")) {
+    if (auto recorded = record_jobs(*dir, steps); !recorded)
+      return fail("audit: " + recorded.error().message, kExitFailed);
+    return kExitOk;
+  }
   const bool with_tasks = args.has("tasks");
   if (args.has("json")) {
     output::Json list = output::Json::array();

@@ -17,6 +17,7 @@ using cli::Args;  // the tools' shared argument parser (cli_args.h)
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitNothing = 3;  // audit --admin-comment: no record of the job on this node
 
 // Prints "gpubindctl: MESSAGE" to stderr and returns `code`.
 int fail(const std::string& message, int code = kExitBadInput);
@@ -61,7 +62,12 @@ int run_audit(const Args& args);  // audit_command.cpp
 // explain --job ID: each running task's plan (its record) beside what it runs with now.
 int run_explain_job(const Args& args);  // audit_command.cpp
 
-// The audit's counts in the metrics' format (audit_command.cpp).
-std::string audit_metrics(const Args& args);
+// The audit's counts in the metrics' format and, with --record DIR, the jobs' records written
+// (audit_command.cpp).
+struct AuditMetrics {
+  std::string text;
+  Status recorded = Ok{};
+};
+AuditMetrics audit_metrics(const Args& args);
 
 }  // namespace gpubind::ctl

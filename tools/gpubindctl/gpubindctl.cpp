@@ -38,11 +38,12 @@ Commands:
       (default 1) and report p50/p99/p99.9 latency and plans/s; --floor also measures the
       same plans over the plugin's compact protocol, an empty gRPC call and a raw Unix-socket
       echo of the same bytes.
-  metrics [--textfile PATH.prom] [--audit]
+  metrics [--textfile PATH.prom] [--audit [--record DIR]]
       The daemon's counters (plans by source, plan time, fallbacks, reloads) in the Prometheus
       text format; --textfile writes them atomically for node_exporter's textfile collector.
       A daemon that does not answer gets gpubind_daemon_up 0 (and exit status 1). --audit
-      adds the audit's counts: running tasks by verdict (gpubind_audit_tasks{verdict}).
+      adds the audit's counts: running tasks by verdict (gpubind_audit_tasks{verdict});
+      --record DIR also keeps each job's verdicts as audit --record does.
   check-node [--topology FILE.xml|live] [--policy FILE] [--no-daemon] [--json]
       The node health check: the node against the policy's `expect` and what binding needs
       (GPU localities with CPUs, NIC links up, kernel.numa_balancing, gpubindd answering).
@@ -56,7 +57,10 @@ Commands:
       gpubind did not bind, against the planner's rules (unbound-near, -far, -straddling,
       -overlapping). One line per step; --tasks one per task. Reads /proc only; root sees
       every job, anyone else their own. --record DIR (root): one file per running job with
-      this node's verdicts, in a folder root alone may enter.
+      this node's verdicts, step by step (ended steps kept), in a folder root alone may enter.
+  audit --admin-comment ID --record DIR
+      The job's AdminComment read on standard input, with this node's record of the job
+      merged in (the audit epilog stores it); exit 3 when there is no record of the job.
 
 With --topology, topology and plan work offline on that hwloc XML ("live" discovers this
 machine); without it they ask gpubindd.
@@ -141,11 +145,11 @@ int run(std::vector<std::string> argv) {
     switches.insert("no-daemon");
     handler = run_check_node;
   } else if (command == "audit") {
-    values.insert({"topology", "policy", "job", "record"});
+    values.insert({"topology", "policy", "job", "record", "admin-comment"});
     switches.insert("tasks");
     handler = run_audit;
   } else if (command == "metrics") {
-    values.insert({"textfile", "policy", "topology"});
+    values.insert({"textfile", "policy", "topology", "record"});
     switches = {"audit"};
     handler = run_metrics;
   } else {

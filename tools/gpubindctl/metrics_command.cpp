@@ -54,7 +54,14 @@ int run_metrics(const Args& args) {
   } else {
     text = output::metrics_text(nullptr);
   }
-  if (args.has("audit")) text += audit_metrics(args);
+  Status recorded = Ok{};
+  if (args.has("audit")) {
+    AuditMetrics audit = audit_metrics(args);
+    text += audit.text;
+    recorded = std::move(audit.recorded);
+  } else if (args.get("record")) {
+    return fail("--record DIR records what the audit reads: give --audit too");
+  }
   if (textfile) {
     if (auto written = write_trusted_file(*textfile, text); !written)
       return fail(written.error().message, kExitFailed);
@@ -62,6 +69,7 @@ int run_metrics(const Args& args) {
     std::cout << text << std::flush;
   }
   if (!status) return fail_from_daemon(access->socket, status.error());
+  if (!recorded) return fail(recorded.error().message, kExitFailed);
   return kExitOk;
 }
 
