@@ -258,11 +258,15 @@ std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<T
       cpus |= thread.cpus;
     cpus_of[&task] = cpus;
   }
-  std::map<std::tuple<std::string, std::string>, StepAudit> steps;
+  // A step's tasks on one node: one step daemon each (several slurmd on one machine run a
+  // step's tasks of each node under its own).
+  std::map<std::tuple<std::string, std::string, std::string>, StepAudit> steps;
   for (const TaskFacts& task : tasks) {
-    StepAudit& step = steps[{task.job_id, task.step}];
+    const std::string node = env_or(task, "SLURMD_NODENAME");
+    StepAudit& step = steps[{task.job_id, task.step, node}];
     step.job_id = task.job_id;
     step.step = task.step;
+    step.node = node;
     step.uid = task.uid;
     step.tasks.push_back(judge(topology, task, tasks, cpus_of));
   }
@@ -279,8 +283,8 @@ std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<T
   }
   // Jobs in numeric order where their ids are numbers.
   std::sort(out.begin(), out.end(), [](const StepAudit& a, const StepAudit& b) {
-    return std::make_tuple(a.job_id.size(), a.job_id, a.step) <
-           std::make_tuple(b.job_id.size(), b.job_id, b.step);
+    return std::make_tuple(a.job_id.size(), a.job_id, a.step, a.node) <
+           std::make_tuple(b.job_id.size(), b.job_id, b.step, b.node);
   });
   return out;
 }

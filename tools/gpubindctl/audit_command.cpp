@@ -51,9 +51,13 @@ output::Json step_json(const audit::StepAudit& step, bool with_tasks) {
   output::Json verdicts = output::Json::object();
   for (const auto& [verdict, count] : step.counts)
     verdicts[audit::verdict_name(verdict)] = count;
-  output::Json json{{"job", step.job_id},   {"step", step.step},
-                    {"uid", step.uid},      {"tasks", step.tasks.size()},
-                    {"verdicts", verdicts}, {"memory_remote", step.memory_remote}};
+  output::Json json{{"job", step.job_id},
+                    {"step", step.step},
+                    {"node", step.node},
+                    {"uid", step.uid},
+                    {"tasks", step.tasks.size()},
+                    {"verdicts", verdicts},
+                    {"memory_remote", step.memory_remote}};
   if (with_tasks) {
     output::Json tasks = output::Json::array();
     for (const audit::TaskAudit& task : step.tasks)
@@ -90,10 +94,7 @@ discovery::TaskScope scope_of_caller() {
 // The node a step runs on, to Slurm: its tasks' SLURMD_NODENAME (slurmstepd sets it), else the
 // short host name.
 std::string node_of(const audit::StepAudit& step) {
-  for (const audit::TaskAudit& task : step.tasks) {
-    const auto found = task.task->env.find("SLURMD_NODENAME");
-    if (found != task.task->env.end() && !found->second.empty()) return found->second;
-  }
+  if (!step.node.empty()) return step.node;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const std::string name = host;

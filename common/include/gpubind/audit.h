@@ -69,6 +69,7 @@ struct TaskAudit {
 
 struct StepAudit {
   std::string job_id, step;
+  std::string node;  // its tasks' SLURMD_NODENAME; "" where not known
   int uid = -1;
   std::vector<TaskAudit> tasks;
   std::map<Verdict, int> counts;
