@@ -358,10 +358,11 @@ void say_container_limits(spank_t sp, int local_id) {
 }
 
 // Slurm's per-task GPU binding under ConstrainDevices: each task's device cgroup holds its own
-// GPUs alone. Said once per node, by the one task whose numbering shows it.
-void say_gpu_isolation(const PluginState& s, int local_id, const TaskBinding& task,
+// GPUs alone. Said once per node, by the task bound as the planned task whose numbering shows
+// it (under Slurm's own GPU binding a task's local id need not be its planned task's).
+void say_gpu_isolation(const PluginState& s, const TaskBinding& task,
                        const std::vector<int>& step_gpus, const client::EnvLookup& task_env) {
-  if (local_id != client::task_showing_gpu_isolation(s.plan, step_gpus)) return;
+  if (task.rank != client::task_showing_gpu_isolation(s.plan, step_gpus)) return;
   std::vector<int> gpus;
   for (const auto& gpu : task.gpus)
     if (gpu.node_index >= 0) gpus.push_back(gpu.node_index);
@@ -455,8 +456,7 @@ int slurmstepd_task_init(spank_t sp) {
     task = client::with_launch_cpus(task, current_affinity().to_list());
   say_what_stays(s, local_id, decision);
   say_container_limits(sp, local_id);
-  if (decision.slurm_chose_gpus)
-    say_gpu_isolation(s, local_id, task, step_indices, task_env.lookup());
+  if (decision.slurm_chose_gpus) say_gpu_isolation(s, task, step_indices, task_env.lookup());
   for (const std::string& warning : s.plan.warnings)
     say_once(local_id, "warning: " + warning);
   say_kept_inherited(local_id, inherited, task);

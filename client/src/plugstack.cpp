@@ -11,6 +11,45 @@
 namespace gpubind::client {
 namespace {
 
+// The KEY=VALUE pairs of one slurm.conf line as Slurm's parser reads them: keys in any case
+// (returned in lower case), spaces allowed around '=', several pairs on a line, a value in
+// double quotes may hold spaces.
+std::vector<std::pair<std::string, std::string>> slurm_conf_pairs(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  size_t at = 0;
+  const auto skip_space = [&] {
+    while (at < line.size() && std::isspace(static_cast<unsigned char>(line[at])))
+      ++at;
+  };
+  while (true) {
+    skip_space();
+    const size_t key_begin = at;
+    while (at < line.size() && std::isalnum(static_cast<unsigned char>(line[at])))
+      ++at;
+    if (at == key_begin) return pairs;
+    std::string key = line.substr(key_begin, at - key_begin);
+    for (char& c : key)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    skip_space();
+    if (at >= line.size() || line[at] != '=') return pairs;
+    ++at;
+    skip_space();
+    std::string value;
+    if (at < line.size() && line[at] == '"') {
+      const size_t close = line.find('"', at + 1);
+      if (close == std::string::npos) return pairs;
+      value = line.substr(at + 1, close - at - 1);
+      at = close + 1;
+    } else {
+      const size_t begin = at;
+      while (at < line.size() && !std::isspace(static_cast<unsigned char>(line[at])))
+        ++at;
+      value = line.substr(begin, at - begin);
+    }
+    pairs.emplace_back(std::move(key), std::move(value));
+  }
+}
+
 constexpr int kMaxIncludeDepth = 8;
 
 bool loads_gpubind(const std::string& plugin) {
@@ -85,15 +124,8 @@ std::string plugstack_path_of(const std::string& slurm_conf, const std::string& 
   std::istringstream in(slurm_conf_text);
   for (std::string line; std::getline(in, line);) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    const std::vector<std::string> words = split_words(line);
-    if (words.size() != 1) continue;
-    const size_t equals = words[0].find('=');
-    if (equals == std::string::npos) continue;
-    std::string key = words[0].substr(0, equals);
-    for (char& c : key)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (key == "plugstackconfig" && equals + 1 < words[0].size())
-      return words[0].substr(equals + 1);
+    for (const auto& [key, value] : slurm_conf_pairs(line))
+      if (key == "plugstackconfig" && !value.empty()) return value;
   }
   return slurm_conf.substr(0, slurm_conf.rfind('/') + 1) + "plugstack.conf";
 }

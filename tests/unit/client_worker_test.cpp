@@ -518,6 +518,14 @@ TEST(Plugstack, SlurmdReadsPlugStackConfigElseTheFileBesideSlurmConf) {
       plugstack_path_of("/etc/slurm/slurm.conf",
                         "# PlugStackConfig=/old\nplugstackconfig=/opt/slurm/plugstack.conf\n"),
       "/opt/slurm/plugstack.conf");
+  // As Slurm's parser reads a line: spaces around '=', several pairs, a quoted value.
+  EXPECT_EQ(plugstack_path_of("/etc/slurm/slurm.conf", "PlugStackConfig = /a/plugstack.conf\n"),
+            "/a/plugstack.conf");
+  EXPECT_EQ(plugstack_path_of("/etc/slurm/slurm.conf",
+                              "SlurmUser=slurm PlugStackConfig=/b/plugstack.conf # spank\n"),
+            "/b/plugstack.conf");
+  EXPECT_EQ(plugstack_path_of("/etc/slurm/slurm.conf", "PlugStackConfig=\"/c d/plugstack.conf\"\n"),
+            "/c d/plugstack.conf");
 }
 
 // SPANK's reading of includes: relative to the plugstack's folder, globs; one matching nothing

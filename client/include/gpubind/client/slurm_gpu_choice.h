@@ -85,8 +85,9 @@ std::vector<int> relative_gpu_ids(const EnvLookup& env);
 bool gpus_isolated_per_task(const EnvLookup& task_env, std::vector<int> task_gpus,
                             std::vector<int> step_gpus);
 
-// The local task that tells gpus_isolated_per_task (the first whose planned GPUs are not the
-// step's first ones), so that one task says it; -1 where no task can tell.
+// The planned task (its rank in the plan) that tells gpus_isolated_per_task: the first whose
+// planned GPUs are not the step's first ones, so that the task bound as it says it; -1 where no
+// task can tell.
 int task_showing_gpu_isolation(const StepPlan& plan, std::vector<int> step_gpus);
 
 }  // namespace gpubind::client
