@@ -113,9 +113,14 @@ pcis=$(field GPUBIND_GPU_PCI "$(grep '^{' <<<"$by_node")")
   bad "Flux contained positions" "$out" "uncontained 6,7: $by_node"
 out=$("${clean[@]}" PATH="$tmp/flux-bin:$PATH" "${flux_env[@]}" FLUX_JOB_ID=f9 FLUX_EXEC_CONSTRAINED_RESOURCES=1 \
   CUDA_VISIBLE_DEVICES=0,1 "$runner" "${site[@]}" --topology "$nvidia" "$check" --json 2>&1)
-[[ "$out" == *"warning: CUDA_VISIBLE_DEVICES=0,1 are positions within the Flux job's GPUs"*"\`flux job info"*"failed"* &&
+[[ "$out" == *"warning: CUDA_VISIBLE_DEVICES=0,1 are positions within the Flux job's GPUs"*"\`flux job info f9 R\` failed"* &&
   "$(field GPUBIND_BOUND "$(grep '^{' <<<"$out")")" == 1 ]] &&
   ok "Flux, contained, R unreadable: bound by token, the user told why" || bad "Flux without R" "$out"
+# A job id that flux would read as an option is never passed to it.
+out=$("${clean[@]}" PATH="$tmp/flux-bin:$PATH" "${flux_env[@]}" FLUX_JOB_ID=--help FLUX_EXEC_CONSTRAINED_RESOURCES=1 \
+  CUDA_VISIBLE_DEVICES=0,1 "$runner" "${site[@]}" --topology "$nvidia" "$check" --json 2>&1)
+[[ "$out" == *"FLUX_JOB_ID is not a job id"* ]] && ok "Flux: an id like an option is refused" ||
+  bad "Flux id like an option" "$out"
 
 # PBS's cgroup hook names a job's GPUs by UUID (pbs_cgroups.PY): placed on the GPU the node's
 # UUID names, found live (the NVIDIA driver's files in a sysfs/procfs test bed), with no warning.

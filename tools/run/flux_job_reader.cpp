@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,14 +42,20 @@ std::optional<std::string> output_of(std::vector<std::string> command, std::stri
   close(out[1]);
   std::string text;
   char buffer[4096];
-  ssize_t n = 0;
-  while (spawned == 0 && (n = read(out[0], buffer, sizeof buffer)) > 0 && text.size() < kMaxOutput)
+  while (spawned == 0 && text.size() < kMaxOutput) {
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;  // a signal is no end of R
+    if (n <= 0) break;
     text.append(buffer, static_cast<size_t>(n));
+  }
   close(out[0]);
   int status = 0;
   if (spawned != 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
       WEXITSTATUS(status) != 0 || text.size() >= kMaxOutput) {
-    why = "`" + command[2] + " " + command[3] + " " + command[4] + "` failed" +
+    std::string run;  // the command as given, without timeout(1)
+    for (size_t i = 2; i < command.size(); ++i)
+      run += (i > 2 ? " " : "") + command[i];
+    why = "`" + run + "` failed" +
           (spawned == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 124 ? " (timed out)" : "");
     return std::nullopt;
   }
@@ -62,8 +69,9 @@ client::FluxJob read_flux_job(const client::EnvLookup& env) {
   job.constrained = client::flux_constrained(env);
   if (!job.constrained) return job;
   const std::string id = env("FLUX_JOB_ID").value_or("");
-  // F58 ids carry a non-ASCII first character; anything else is refused before it is run.
-  const bool id_ok = !id.empty() && id.size() <= 64 &&
+  // F58 ids carry a non-ASCII first character; anything else is refused before it is run (a
+  // leading '-' would read as an option of flux's).
+  const bool id_ok = !id.empty() && id.size() <= 64 && id[0] != '-' &&
                      id.find_first_of(" \t\n'\"\\$`;|&<>()*?[]{}") == std::string::npos;
   if (!id_ok) {
     job.error = "FLUX_JOB_ID is not a job id";
