@@ -75,8 +75,13 @@ constexpr std::string_view kChangesWhatRuns[] = {
     "SINGULARITY_*",
 };
 
-// Apptainer and Singularity set NAME in the container from PREFIX+NAME (container_twin_of).
-constexpr std::string_view kContainerTwinPrefixes[] = {"APPTAINERENV_", "SINGULARITYENV_"};
+// Apptainer and Singularity set NAME in the container from PREFIX+NAME (container_twin_of): each
+// runtime's program and its prefix.
+struct ContainerRuntime {
+  std::string_view program, prefix;
+};
+constexpr ContainerRuntime kContainerRuntimes[] = {{"apptainer", "APPTAINERENV_"},
+                                                   {"singularity", "SINGULARITYENV_"}};
 
 // What binding sets: the defaults, the shipped site policies, and their close relatives.
 constexpr std::string_view kBindingVariables[] = {
@@ -124,9 +129,15 @@ bool any_matches(std::string_view name, const Patterns& patterns) {
 }  // namespace
 
 std::string_view container_twin_of(std::string_view name) {
-  for (std::string_view prefix : kContainerTwinPrefixes) {
-    if (starts_with(name, prefix)) return name.substr(prefix.size());
+  for (const ContainerRuntime& runtime : kContainerRuntimes) {
+    if (starts_with(name, runtime.prefix)) return name.substr(runtime.prefix.size());
   }
+  return {};
+}
+
+std::string_view container_env_prefix_of(std::string_view command) {
+  for (const ContainerRuntime& runtime : kContainerRuntimes)
+    if (command == runtime.program) return runtime.prefix;
   return {};
 }
 

@@ -321,8 +321,10 @@ int run_audit(const Args& args) {
       std::printf("%s\n", audit::describe_task(task).c_str());
   }
   if (running.partly_read > 0)
-    std::printf("(%d task(s) partly read: a process exited while being read)\n",
-                running.partly_read);
+    std::printf(
+        "(%d task(s) partly read: a process ended while read, or a file of it was "
+        "unreadable)\n",
+        running.partly_read);
   return kExitOk;
 }
 

@@ -34,7 +34,7 @@ struct TaskFacts {
   int pid = 0;                       // the task's first process
   std::vector<ThreadFacts> threads;  // of all its processes
   // What its first process was started with: GPUBIND_* (gpubind's record), the visibility
-  // variables and SLURM_STEP_GPUS.
+  // variables, SLURM_STEP_GPUS, SLURM_PROCID, SLURM_LOCALID and SLURMD_NODENAME.
   std::map<std::string, std::string> env;
   // Resident pages on each NUMA node (by its Linux number), summed over its processes.
   std::map<int, int64_t> pages_per_numa;

@@ -26,4 +26,10 @@ bool is_binding_variable(std::string_view name, const std::vector<std::string>& 
 // judge such a twin by that variable.
 std::string_view container_twin_of(std::string_view name);
 
+// The prefix of those twins for a task whose program is `command` ("apptainer":
+// "APPTAINERENV_", "singularity": "SINGULARITYENV_"): such a runtime starts the container's
+// command with an environment of its own, the host's without --cleanenv, only the prefixed
+// variables with it. "" for any other program.
+std::string_view container_env_prefix_of(std::string_view command);
+
 }  // namespace gpubind

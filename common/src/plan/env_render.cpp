@@ -582,17 +582,6 @@ void append_gpu_env(const TaskPlan& task, const PlanRequest& request,
   values.select_vendor(std::nullopt);
 }
 
-// Explaining: each variable of the task's environment, in order, with the rule that set it;
-// the templates' rules are in `rules` already, the rest are gpubind's own.
-// Apptainer and Singularity start a container's command with an environment of their own: the
-// host's without --cleanenv, only PREFIX-named variables (APPTAINERENV_NAME sets NAME) with it.
-// "" for any other program.
-std::string_view container_env_prefix(std::string_view command) {
-  if (command == "apptainer") return "APPTAINERENV_";
-  if (command == "singularity") return "SINGULARITYENV_";
-  return "";
-}
-
 // Each variable the task gets whatever its own environment holds, again under the runtime's
 // prefix, so that --cleanenv keeps the binding. One a user's own value wins over is not twinned:
 // inside the container the twin would replace the user's value.
@@ -606,6 +595,8 @@ void add_container_twins(std::string_view prefix, EnvList& env) {
     env.add(name, value);
 }
 
+// Explaining: each variable of the task's environment, in order, with the rule that set it;
+// the templates' rules are in `rules` already, the rest are gpubind's own.
 void order_env_rules(const EnvList& env, std::vector<EnvRule>& rules) {
   std::vector<EnvRule> ordered;
   ordered.reserve(env.size());
@@ -689,7 +680,8 @@ void render_env(const Topology& topology, const SitePolicy& policy, const PlanRe
     }
     if (task.nic_index >= 0) env.add("GPUBIND_NIC", v.get(Placeholder::kNics));
     if (task.numa_node >= 0) env.add("GPUBIND_NUMA", Digits(task.numa_node).view());
-    if (const std::string_view prefix = container_env_prefix(request.task_command); !prefix.empty())
+    if (const std::string_view prefix = container_env_prefix_of(request.task_command);
+        !prefix.empty())
       add_container_twins(prefix, env);
     bytes = env.bytes();
     if (rules) order_env_rules(env, *rules);

@@ -138,7 +138,8 @@ std::string audit_metrics_text(const AuditMetrics& a) {
   out.family("gpubind_audit_steps", "gauge", "Slurm job steps running on the node.");
   out.sample("gpubind_audit_steps", "", a.steps);
   out.family("gpubind_audit_partly_read_tasks", "gauge",
-             "Tasks the audit could not read whole (a process ended while it was read).");
+             "Tasks the audit could not read whole (a process ended while it was read, or a "
+             "file of it was not readable).");
   out.sample("gpubind_audit_partly_read_tasks", "", a.partly_read);
   return out.take();
 }
