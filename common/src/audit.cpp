@@ -171,12 +171,14 @@ void judge_memory(const Topology& topology, const TaskFacts& task, TaskAudit& ou
   out.memory_remote = out.remote_memory > 0.5;
 }
 
-TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vector<TaskFacts>& all,
-                const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+// Judged on `gpus`: against its record where gpubind bound it, else the planner's rules.
+TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
+                        const std::vector<int>& gpus, const std::vector<TaskFacts>& all,
+                        const std::map<const TaskFacts*, CpuSet>& cpus_of) {
   TaskAudit out;
   out.task = &task;
   out.cpus = cpus_of.at(&task);
-  out.gpus = gpus_of(topology, task);
+  out.gpus = gpus;
   judge_memory(topology, task, out);
   if (bound_by_gpubind(task)) {
     const auto planned = CpuSet::parse_list(env_or(task, "GPUBIND_CPUS"));
@@ -228,6 +230,29 @@ TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vect
   return out;
 }
 
+// What its device cgroup lets it open, where known: its GPUs where its variables name none (a
+// task under ConstrainDevices may open its own alone), and any GPU of its own it may not open.
+TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vector<TaskFacts>& all,
+                const std::map<const TaskFacts*, CpuSet>& cpus_of, const GpuDevices& gpu_devices) {
+  std::vector<int> gpus = gpus_of(topology, task);
+  std::optional<std::vector<int>> allowed;
+  if (task.device_rules && !gpu_devices.empty()) {
+    allowed = gpus_allowed_by(*task.device_rules, gpu_devices);
+    if (gpus.empty() && allowed->size() < gpu_devices.size()) gpus = *allowed;
+  }
+  TaskAudit out = judge_binding(topology, task, gpus, all, cpus_of);
+  out.gpus_allowed = allowed;
+  if (!allowed) return out;
+  std::vector<std::string> barred;
+  for (int g : out.gpus)
+    if (gpu_devices.count(g) && !std::binary_search(allowed->begin(), allowed->end(), g))
+      barred.push_back(std::to_string(g));
+  if (!barred.empty())
+    out.reason += std::string("; its device cgroup keeps it from its GPU") +
+                  (barred.size() > 1 ? "s " : " ") + joined(barred, ",");
+  return out;
+}
+
 }  // namespace
 
 const char* verdict_name(Verdict verdict) {
@@ -250,7 +275,22 @@ const char* verdict_name(Verdict verdict) {
   return "unknown";
 }
 
-std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks) {
+std::vector<int> gpus_allowed_by(const std::vector<DeviceRule>& rules, const GpuDevices& devices) {
+  const auto allows = [&](const DeviceNumber& number) {
+    return std::any_of(rules.begin(), rules.end(), [&](const DeviceRule& rule) {
+      return rule.type == 'a' ||
+             (rule.type == 'c' && (rule.major < 0 || rule.major == number.major) &&
+              (rule.minor < 0 || rule.minor == number.minor));
+    });
+  };
+  std::vector<int> allowed;
+  for (const auto& [gpu, numbers] : devices)
+    if (std::any_of(numbers.begin(), numbers.end(), allows)) allowed.push_back(gpu);
+  return allowed;
+}
+
+std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks,
+                                   const GpuDevices& gpu_devices) {
   std::map<const TaskFacts*, CpuSet> cpus_of;
   for (const TaskFacts& task : tasks) {
     CpuSet cpus;
@@ -268,7 +308,7 @@ std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<T
     step.step = task.step;
     step.node = node;
     step.uid = task.uid;
-    step.tasks.push_back(judge(topology, task, tasks, cpus_of));
+    step.tasks.push_back(judge(topology, task, tasks, cpus_of, gpu_devices));
   }
   std::vector<StepAudit> out;
   for (auto& [key, step] : steps) {

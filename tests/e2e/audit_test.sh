@@ -3,17 +3,24 @@
 # bound reads as planned; a task that moves a process to other CPUs after launch is re-pinned,
 # naming it; a step without gpubind whose CPU is the other domain's is far from its GPU; two
 # steps on one CPU overlap; an unprivileged user sees their own jobs and nothing of another's.
-# Usage: audit_test.sh BUILD_DIR
+# With --cgroup, the same under task/cgroup (ConstrainCores, ConstrainDevices).
+# Usage: audit_test.sh BUILD_DIR [--cgroup]
 set -uo pipefail
 build=$(cd "$1" && pwd)
+cgroup=()
+[[ ${2:-} == --cgroup ]] && cgroup=(--cgroup)
 source "$(dirname "$0")/lib.sh"
 if (($(nproc) < 2)); then echo "needs 2 CPUs for 2 domains: skipped"; exit 77; fi
+if ((${#cgroup[@]})) && [[ ! -d /sys/fs/cgroup/devices ]]; then
+  echo "no cgroup v1 devices controller: skipped"
+  exit 77
+fi
 topology=$(mktemp /tmp/gpubind-audit-XXXXXX.xml)
 python3 "$(dirname "$0")/make_node_topology.py" "$topology" --split 2 || exit 1
 chmod 644 "$topology"  # the unprivileged user reads it too
 records=$(mktemp -d /tmp/gpubind-audit-records-XXXXXX)
 rmdir "$records"  # audit --record makes it, root's alone
-e2e_start_cluster audit 1 --topology "$topology"
+e2e_start_cluster audit 1 --topology "$topology" "${cgroup[@]}"
 trap 'e2e_cleanup; rm -rf "$topology" "$records"' EXIT
 audit=("$ctl" audit --policy "$dir/etc/policy.conf")
 
@@ -88,11 +95,13 @@ if [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
 fi
 cancel_all
 
-job=$(submit -n1 --gpus=1 -- "srun --gpu-bind-auto bash -c 'sleep 60 & taskset -pc 0-1 \$! >/dev/null; wait'")
-until_audit "$job" "step 0: 1 task: 1 re-pinned"
-[[ "$out" == *"job $job step 0: 1 task: 1 re-pinned"* && "$out" =~ thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
+# Rank 0 moves a process onto both CPUs (the step's: under ConstrainCores a task cannot leave
+# its step's CPUs, only its own plan).
+job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto bash -c 'sleep 60 & [[ \$SLURM_PROCID != 0 ]] || taskset -pc 0-1 \$! >/dev/null; wait'")
+until_audit "$job" "step 0: 2 tasks: 1 as-planned, 1 re-pinned"
+[[ "$out" == *"job $job step 0: 2 tasks: 1 as-planned, 1 re-pinned"* && "$out" =~ rank\ 0\ .*thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
   ok "a process moved to other CPUs after launch: re-pinned, naming its thread" || bad "re-pinned" "$out"
-out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf")
+out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf" | sed -n '/rank 0 /,/verdict/p')
 planned=$(sed -nE 's/.*planned: CPUs ([0-9,-]+), GPUs.*/\1/p' <<<"$out")
 [[ -n "$planned" && "$out" == *"now:     "*"0-1 (1 thread)"* && "$out" == *"$planned (1 thread"* &&
   "$out" == *"verdict: re-pinned"* ]] &&

@@ -149,6 +149,31 @@ TEST(Audit, MemoryMostlyOnOtherNumaNodesIsSaid) {
   EXPECT_LT(only_task(audit_tasks(testing::fixture("lumi-g"), {facts})).remote_memory, 0);
 }
 
+TEST(Audit, ADeviceCgroupTellsWhichGpusATaskMayOpen) {
+  const GpuDevices devices{{0, {{195, 0}}}, {1, {{195, 1}}}, {2, {{226, 128}, {226, 0}}}};
+  EXPECT_EQ(gpus_allowed_by({{'c', 195, 1}}, devices), std::vector<int>{1});
+  EXPECT_EQ(gpus_allowed_by({{'a', -1, -1}}, devices), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(gpus_allowed_by({{'c', 226, -1}, {'b', 195, 0}}, devices), std::vector<int>{2});
+  EXPECT_TRUE(gpus_allowed_by({}, devices).empty());
+
+  const Topology& lumi = testing::fixture("lumi-g");
+  // No variable names its GPUs; its device cgroup lets it open GPU 0 alone: judged by GPU 0.
+  TaskFacts unbound = task("0", 0, {}, {{1, "48-55"}});
+  unbound.device_rules = std::vector<DeviceRule>{{'c', 195, 0}};
+  const TaskAudit near = only_task(audit_tasks(lumi, {unbound}, devices));
+  EXPECT_EQ(near.verdict, Verdict::kUnboundNear) << near.reason;
+  EXPECT_EQ(near.gpus, std::vector<int>{0});
+  EXPECT_EQ(near.gpus_allowed, std::vector<int>{0});
+  // gpubind's record names GPU 0, the cgroup lets it open GPU 1 alone: said.
+  TaskFacts bound = task("0", 0, bound_on_gcd0(), {{1, "49-55"}});
+  bound.device_rules = std::vector<DeviceRule>{{'c', 195, 1}};
+  const TaskAudit barred = only_task(audit_tasks(lumi, {bound}, devices));
+  EXPECT_NE(barred.reason.find("its device cgroup keeps it from its GPU 0"), std::string::npos)
+      << barred.reason;
+  // Without device numbers (or rules), nothing is claimed.
+  EXPECT_FALSE(only_task(audit_tasks(lumi, {bound})).gpus_allowed);
+}
+
 // ---- /proc ----------------------------------------------------------------------------------
 
 using namespace gpubind::discovery;
@@ -254,6 +279,55 @@ TEST(RunningTasks, StepDaemonsTasksAndTheirProcessesAreRead) {
   ASSERT_EQ(own.tasks.size(), 1u);
   EXPECT_EQ(own.tasks[0].pid, 200);
   EXPECT_TRUE(read_running_tasks(tree.root(), {std::nullopt, std::string("43")}).tasks.empty());
+}
+
+TEST(ProcFormats, TheDeviceCgroupAsCgroupV1WritesIt) {
+  EXPECT_EQ(devices_mount_of("sysfs /sys sysfs rw 0 0\n"
+                             "cgroup /sys/fs/cgroup/cpuset cgroup rw,nosuid,cpuset 0 0\n"
+                             "cgroup /sys/fs/cgroup/devices cgroup rw,nosuid,nodev,devices 0 0\n"),
+            "/sys/fs/cgroup/devices");
+  EXPECT_FALSE(devices_mount_of("cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n"));
+  EXPECT_EQ(devices_cgroup_of("12:cpuset:/slurm/uid_0/job_7/step_0\n"
+                              "5:devices,blkio:/slurm/uid_0/job_7/step_0/task_1\n0::/\n"),
+            "/slurm/uid_0/job_7/step_0/task_1");
+  EXPECT_FALSE(devices_cgroup_of("0::/system.slice/slurmstepd.scope/job_7\n"));
+  const auto rules = parse_devices_list("c 195:3 rwm\na *:* rwm\nc 226:* rw\nx 1:2 r\nc 1 r\n");
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_EQ(rules[0].type, 'c');
+  EXPECT_EQ(rules[0].major, 195);
+  EXPECT_EQ(rules[0].minor, 3);
+  EXPECT_EQ(rules[1].type, 'a');
+  EXPECT_EQ(rules[2].minor, -1);
+}
+
+TEST(RunningTasks, ATasksDeviceRulesAndEachGpusDeviceNodesAreRead) {
+  ProcTree tree;
+  constexpr char kEnv[] = "SLURM_PROCID=0\0";
+  tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
+  tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0", 19));
+  tree.process(200, "python3", 100, 1000, std::string(kEnv, sizeof kEnv - 1), {{200, "0-3"}});
+  tree.write("/proc/mounts", "cgroup /sys/fs/cgroup/devices cgroup rw,devices 0 0\n");
+  tree.write("/proc/200/cgroup", "4:devices:/slurm/uid_1000/job_42/step_0/task_0\n");
+  tree.write("/sys/fs/cgroup/devices/slurm/uid_1000/job_42/step_0/task_0/devices.list",
+             "c 195:1 rwm\nc 136:* rwm\n");
+  const RunningTasks read = read_running_tasks(tree.root(), {});
+  ASSERT_EQ(read.tasks.size(), 1u);
+  ASSERT_TRUE(read.tasks[0].device_rules);
+  EXPECT_EQ(read.tasks[0].device_rules->size(), 2u);
+
+  // NVIDIA's minor from its procfs file, an AMD GPU's DRM nodes from sysfs.
+  const Topology& lumi = testing::fixture("lumi-g");
+  const std::string nvidia_bus = lumi.gpus[0].pci_bus_id, amd_bus = lumi.gpus[1].pci_bus_id;
+  tree.write("/proc/driver/nvidia/gpus/" + nvidia_bus + "/information",
+             "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-1234\nDevice Minor: \t 1\n");
+  tree.write("/sys/bus/pci/devices/" + amd_bus + "/drm/renderD129/dev", "226:129\n");
+  tree.write("/sys/bus/pci/devices/" + amd_bus + "/drm/card1/dev", "226:1\n");
+  const GpuDevices devices = read_gpu_devices(tree.root(), lumi);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices.at(0), (std::vector<DeviceNumber>{{195, 1}}));
+  EXPECT_EQ(devices.at(1), (std::vector<DeviceNumber>{{226, 1}, {226, 129}}));
+  const TaskAudit t = only_task(audit_tasks(lumi, read.tasks, devices));
+  EXPECT_EQ(t.gpus_allowed, std::vector<int>{0});
 }
 
 TEST(RunningTasks, ATaskThatEndedWhileReadAndAReusedPidAreNoTaskToJudge) {

@@ -30,10 +30,23 @@
 namespace gpubind::ctl {
 namespace {
 
+// The running tasks judged on `topology`, with the device numbers of its GPUs on this node.
+std::vector<audit::StepAudit> audit_on(const Topology& topology,
+                                       const discovery::RunningTasks& running) {
+  return audit::audit_tasks(topology, running.tasks,
+                            discovery::read_gpu_devices(discovery::fs_root(), topology));
+}
+
 output::Json task_json(const audit::TaskAudit& task) {
   output::Json gpus = output::Json::array();
   for (int g : task.gpus)
     gpus.push_back(g);
+  output::Json allowed;  // null: not known
+  if (task.gpus_allowed) {
+    allowed = output::Json::array();
+    for (int g : *task.gpus_allowed)
+      allowed.push_back(g);
+  }
   return {{"rank", task.task->rank},
           {"local_rank", task.task->local_rank},
           {"pid", task.task->pid},
@@ -42,6 +55,7 @@ output::Json task_json(const audit::TaskAudit& task) {
           {"reason", task.reason},
           {"cpus", task.cpus.to_list()},
           {"gpus", gpus},
+          {"gpus_allowed", allowed},
           {"remote_memory",
            task.remote_memory >= 0 ? output::Json(task.remote_memory) : output::Json()},
           {"memory_remote", task.memory_remote}};
@@ -183,7 +197,7 @@ AuditMetrics audit_metrics(const Args& args) {
   }
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope_of_caller());
-  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
+  const std::vector<audit::StepAudit> steps = audit_on(*topology, running);
   std::map<audit::Verdict, uint64_t> counts;
   for (const audit::StepAudit& step : steps) {
     ++metrics.steps;
@@ -232,7 +246,7 @@ int run_explain_job(const Args& args) {
   if (!topology) return fail("explain: " + topology.error().message, kExitFailed);
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope);
-  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
+  const std::vector<audit::StepAudit> steps = audit_on(*topology, running);
   if (steps.empty())
     return fail("explain: job " + job + " has no step running on this node" +
                     (scope.uid ? " of yours" : ""),
@@ -293,7 +307,7 @@ int run_audit(const Args& args) {
 
   const discovery::RunningTasks running =
       discovery::read_running_tasks(discovery::fs_root(), scope);
-  const std::vector<audit::StepAudit> steps = audit::audit_tasks(*topology, running.tasks);
+  const std::vector<audit::StepAudit> steps = audit_on(*topology, running);
   if (const auto dir = args.get("record")) {
     if (auto recorded = record_jobs(*dir, steps); !recorded)
       return fail("audit: " + recorded.error().message, kExitFailed);

@@ -23,6 +23,20 @@ struct ThreadFacts {
   CpuSet cpus;       // Cpus_allowed_list
 };
 
+// A device node's number (/dev/nvidia3 is 195:3, /dev/dri/renderD129 226:129).
+struct DeviceNumber {
+  int major = 0, minor = 0;
+  bool operator==(const DeviceNumber&) const = default;
+};
+
+// One line of a cgroup v1 device controller's devices.list ("c 195:3 rwm", "a *:* rwm"): what
+// the cgroup's processes may open.
+struct DeviceRule {
+  char type = 'a';  // 'a' (all), 'c' (character), 'b' (block)
+  int major = -1;   // -1: any ("*")
+  int minor = -1;
+};
+
 // One task of a Slurm step as it runs: its first process (the one slurmstepd started) and every
 // process it started since.
 struct TaskFacts {
@@ -38,7 +52,17 @@ struct TaskFacts {
   std::map<std::string, std::string> env;
   // Resident pages on each NUMA node (by its Linux number), summed over its processes.
   std::map<int, int64_t> pages_per_numa;
+  // Its first process's device cgroup (Slurm's ConstrainDevices, cgroup v1); nullopt where it has
+  // none that can be read (no constraint, cgroup v2's eBPF rules).
+  std::optional<std::vector<DeviceRule>> device_rules;
 };
+
+// Each GPU's device nodes by its index in the topology (the driver's, read from sysfs and
+// procfs): what a device cgroup must let a task open for it to use the GPU.
+using GpuDevices = std::map<int, std::vector<DeviceNumber>>;
+
+// The GPUs `rules` let a task open: those with a device node the rules allow.
+std::vector<int> gpus_allowed_by(const std::vector<DeviceRule>& rules, const GpuDevices& devices);
 
 enum class Verdict {
   kAsPlanned,           // bound by gpubind and every thread still inside its CPUs
@@ -65,6 +89,8 @@ struct TaskAudit {
   // it has too few pages to say.
   double remote_memory = -1;
   bool memory_remote = false;  // more than half, of a task with enough pages to matter
+  // The GPUs its device cgroup lets it open; nullopt where that is not known.
+  std::optional<std::vector<int>> gpus_allowed;
 };
 
 struct StepAudit {
@@ -77,7 +103,10 @@ struct StepAudit {
 };
 
 // Judges every task; `tasks` must outlive the result. Steps in job and step order, tasks by rank.
-std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks);
+// `gpu_devices` tells which GPUs a task's device cgroup lets it use: its GPUs are then those
+// (where its variables name none), and a GPU of its record it may not open is said.
+std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks,
+                                   const GpuDevices& gpu_devices = {});
 
 // One line for a step ("job 123 step 0: 4 tasks: 3 as-planned, 1 re-pinned; ..."), and one for
 // a task ("  rank 1 (pid 4242): re-pinned: thread 4250 (pt_main) on CPUs 0-63, ...").

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "gpubind/discovery/fs_root.h"
+#include "gpubind/discovery/gpu_drivers.h"
 #include "gpubind/parse.h"
 
 namespace gpubind::discovery {
@@ -204,8 +205,23 @@ std::map<std::string, std::string> parse_environ(const std::string& text,
   return env;
 }
 
+// The rules of `pid`'s device cgroup under the devices controller at `mount`; nullopt where
+// they cannot be read.
+std::optional<std::vector<audit::DeviceRule>> device_rules_of(const std::string& root,
+                                                              const std::string& mount, int pid) {
+  const auto cgroups = read_small_file(root, "/proc/" + std::to_string(pid) + "/cgroup");
+  const auto path = cgroups ? devices_cgroup_of(*cgroups) : std::nullopt;
+  if (!path || path->find("..") != std::string::npos) return std::nullopt;
+  const auto list = read_small_file(root, mount + *path + "/devices.list");
+  if (!list) return std::nullopt;
+  return parse_devices_list(*list);
+}
+
 RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope) {
   RunningTasks out;
+  const auto mounts = read_small_file(root, "/proc/mounts", 1 << 20);
+  const std::optional<std::string> devices_mount =
+      mounts ? devices_mount_of(*mounts) : std::nullopt;
   const std::map<int, Process> processes = all_processes(root);
   std::multimap<int, int> children;
   for (const auto& [pid, process] : processes)
@@ -241,11 +257,81 @@ RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope)
       if (task.threads.empty()) continue;
       if (!read.environ && !read_small_file(root, "/proc/" + std::to_string(pid) + "/status"))
         continue;
+      if (devices_mount) task.device_rules = device_rules_of(root, *devices_mount, pid);
       if (!read.whole) ++out.partly_read;
       out.tasks.push_back(std::move(task));
     }
   }
   return out;
+}
+
+std::optional<std::string> devices_mount_of(const std::string& proc_mounts) {
+  std::istringstream lines(proc_mounts);
+  for (std::string line; std::getline(lines, line);) {
+    const std::vector<std::string> words = split_words(line);
+    if (words.size() < 4 || words[2] != "cgroup") continue;
+    std::istringstream options(words[3]);
+    for (std::string option; std::getline(options, option, ',');)
+      if (option == "devices") return words[1];
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> devices_cgroup_of(const std::string& proc_cgroup) {
+  std::istringstream lines(proc_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    // "ID:CONTROLLERS:PATH", the controllers a comma list.
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::istringstream controllers(line.substr(first + 1, second - first - 1));
+    for (std::string controller; std::getline(controllers, controller, ',');)
+      if (controller == "devices") return line.substr(second + 1);
+  }
+  return std::nullopt;
+}
+
+std::vector<audit::DeviceRule> parse_devices_list(const std::string& text) {
+  std::vector<audit::DeviceRule> rules;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::vector<std::string> words = split_words(line);
+    if (words.size() < 2 || words[0].size() != 1 ||
+        std::string_view("abc").find(words[0][0]) == std::string_view::npos)
+      continue;
+    const size_t colon = words[1].find(':');
+    if (colon == std::string::npos) continue;
+    const auto part = [](std::string_view text) -> std::optional<int> {
+      if (text == "*") return -1;
+      return number(text);
+    };
+    const auto major = part(std::string_view(words[1]).substr(0, colon));
+    const auto minor = part(std::string_view(words[1]).substr(colon + 1));
+    if (major && minor) rules.push_back({words[0][0], *major, *minor});
+  }
+  return rules;
+}
+
+audit::GpuDevices read_gpu_devices(const std::string& root, const Topology& topology) {
+  audit::GpuDevices devices;
+  for (const Gpu& gpu : topology.gpus) {
+    if (gpu.pci_bus_id.empty()) continue;
+    const std::string bus = canonical_bus_id(gpu.pci_bus_id);
+    std::vector<audit::DeviceNumber>& numbers = devices[gpu.index];
+    if (const auto nvidia = read_nvidia_gpu_info(root, bus); nvidia && nvidia->minor >= 0)
+      numbers.push_back({195, nvidia->minor});  // the NVIDIA driver's fixed major
+    const std::string drm = "/sys/bus/pci/devices/" + bus + "/drm";
+    for (const std::string& node : list_folder(root, drm)) {
+      const auto dev = read_small_file(root, drm + "/" + node + "/dev");
+      const std::string text = dev ? trimmed(*dev) : "";
+      const size_t colon = text.find(':');
+      const auto major = colon == std::string::npos ? std::nullopt : number(text.substr(0, colon));
+      const auto minor = colon == std::string::npos ? std::nullopt : number(text.substr(colon + 1));
+      if (major && minor) numbers.push_back({*major, *minor});
+    }
+    if (numbers.empty()) devices.erase(gpu.index);
+  }
+  return devices;
 }
 
 }  // namespace gpubind::discovery

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpubind/audit.h"
+#include "gpubind/topology.h"
 
 namespace gpubind::discovery {
 
@@ -26,6 +27,11 @@ struct RunningTasks {
 };
 
 RunningTasks read_running_tasks(const std::string& root, const TaskScope& scope);
+
+// Each GPU's device nodes, from its driver's files: NVIDIA's /dev/nvidia<minor> (195:<minor>,
+// /proc/driver/nvidia/gpus/<bus>/information), the DRM card and render nodes
+// (/sys/bus/pci/devices/<bus>/drm/*/dev). GPUs without either are left out.
+audit::GpuDevices read_gpu_devices(const std::string& root, const Topology& topology);
 
 // The file formats, one reader each (proc(5)), exposed for their tests.
 struct ProcStat {
@@ -45,6 +51,13 @@ struct ProcStatus {
 ProcStatus parse_proc_status(const std::string& text);
 // The pages each line's N<node>=<pages> gives, summed per node.
 std::map<int, int64_t> parse_numa_maps(const std::string& text);
+// Where the cgroup v1 devices controller is mounted (/proc/mounts: a "cgroup" file system
+// with the "devices" option); nullopt where it is not (cgroup v2 alone).
+std::optional<std::string> devices_mount_of(const std::string& proc_mounts);
+// A process's cgroup in the devices hierarchy (/proc/PID/cgroup: "5:devices:/slurm/uid_0/...").
+std::optional<std::string> devices_cgroup_of(const std::string& proc_cgroup);
+// devices.list: "TYPE MAJOR:MINOR ACCESS" lines, '*' for any number.
+std::vector<audit::DeviceRule> parse_devices_list(const std::string& text);
 // The NUL-separated NAME=value entries whose names `keep` accepts.
 std::map<std::string, std::string> parse_environ(const std::string& text,
                                                  bool (*keep)(std::string_view name));
