@@ -2,7 +2,8 @@
 """What `gpubindctl audit` costs on a busy node: a /proc test bed of STEPS job steps of TASKS
 tasks each, every task a process of THREADS threads with a numa_maps of 60 mappings, its
 environment as gpubind leaves it (half the steps bound by gpubind, half not), read through
-HWLOC_FSROOT (the audit's /proc root) and judged on TOPOLOGY. Runs the audit N times; reports
+HWLOC_FSROOT (the audit's /proc root) and judged on TOPOLOGY; each task under a cgroup v1
+device controller (its cgroup and devices.list read). Runs the audit N times; reports
 the median CPU time (user + system) and wall time of one run, and the files it reads.
 
 Usage: audit_cost.py GPUBINDCTL TOPOLOGY [--steps 8] [--tasks 32] [--threads 64] [-n 9]
@@ -32,7 +33,9 @@ def status(name, cpus):
 
 
 def make_tree(root, steps, tasks, threads):
-    files = 0
+    # Steps under ConstrainDevices on cgroup v1: each task's device cgroup is read too.
+    write(root, "/proc/mounts", "cgroup /sys/fs/cgroup/devices cgroup rw,nosuid,devices 0 0\n")
+    files = 1
     pid = 1000
     for step in range(steps):
         stepd = pid
@@ -55,7 +58,11 @@ def make_tree(root, steps, tasks, threads):
             maps = "".join(f"7f{i:04x}000 default file=/usr/lib/lib{i}.so mapped=40 N{i % 4}=40 "
                            "kernelpagesize_kB=4\n" for i in range(60))
             write(root, f"/proc/{task}/numa_maps", maps)
-            files += 4
+            cgroup = f"/slurm/uid_1000/job_{500 + step}/step_0/task_{rank}"
+            write(root, f"/proc/{task}/cgroup", f"12:cpuset:{cgroup}\n5:devices:{cgroup}\n0::/\n")
+            write(root, f"/sys/fs/cgroup/devices{cgroup}/devices.list",
+                  f"c 226:{128 + rank % 8} rwm\nc 226:{rank % 8} rwm\nc 136:* rwm\n")
+            files += 6
             for t in range(threads):
                 write(root, f"/proc/{task}/task/{task + t}/status", status("pt_worker", cpus))
                 files += 1

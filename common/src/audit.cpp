@@ -125,25 +125,37 @@ std::string listed(const std::vector<std::string>& names) {
 
 // What running on `cpus` costs a task with GPUs `gpus`: off its GPUs' domain, across domains,
 // on another task's cores. Empty: nothing.
-std::vector<std::string> costs_of(const Topology& topology, const TaskFacts& task,
-                                  const CpuSet& cpus, const std::vector<int>& gpus,
-                                  const std::vector<TaskFacts>& all,
-                                  const std::map<const TaskFacts*, CpuSet>& cpus_of) {
-  std::vector<std::string> costs;
+// What running on `cpus` costs a task with `gpus`, each cost said in words.
+struct Costs {
+  bool locality_known = false;  // its GPUs' domain is known
+  bool far = false;             // none of the CPUs in it
+  bool straddling = false;      // over more domains than its CPUs need
+  bool overlapping = false;     // on cores another task runs on
+  std::vector<std::string> said;
+};
+
+Costs costs_of(const Topology& topology, const TaskFacts& task, const CpuSet& cpus,
+               const std::vector<int>& gpus, const std::vector<TaskFacts>& all,
+               const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+  Costs costs;
   const CpuSet near = gpu_domain(topology, gpus);
-  if (!near.empty()) {
+  costs.locality_known = !near.empty();
+  if (costs.locality_known) {
     const int off = cpus.minus(near).count();
-    if (off == cpus.count())
-      costs.push_back("none of its CPUs is next to its GPU");
+    costs.far = off == cpus.count();
+    if (costs.far)
+      costs.said.push_back("none of its CPUs is next to its GPU");
     else if (off > 0)
-      costs.push_back(std::to_string(off) + " of its " + std::to_string(cpus.count()) +
-                      " CPUs are off its GPU's domain");
+      costs.said.push_back(std::to_string(off) + " of its " + std::to_string(cpus.count()) +
+                           " CPUs are off its GPU's domain");
   }
   int spread = 0;
-  if (straddles(topology, cpus, &spread))
-    costs.push_back("spread over " + std::to_string(spread) + " domains (L3 or NUMA)");
+  costs.straddling = straddles(topology, cpus, &spread);
+  if (costs.straddling)
+    costs.said.push_back("spread over " + std::to_string(spread) + " domains (L3 or NUMA)");
   const std::vector<std::string> others = sharing_with(task, cpus, all, cpus_of);
-  if (!others.empty()) costs.push_back("shares cores with " + listed(others));
+  costs.overlapping = !others.empty();
+  if (costs.overlapping) costs.said.push_back("shares cores with " + listed(others));
   return costs;
 }
 
@@ -202,8 +214,8 @@ TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
     }
     out.verdict = Verdict::kRepinned;
     out.reason = "planned on CPUs " + planned->to_list() + "; " + listed(moved);
-    const auto costs = costs_of(topology, task, moved_cpus, out.gpus, all, cpus_of);
-    if (!costs.empty()) out.reason += ": " + joined(costs, ", ");
+    const Costs costs = costs_of(topology, task, moved_cpus, out.gpus, all, cpus_of);
+    if (!costs.said.empty()) out.reason += ": " + joined(costs.said, ", ");
     return out;
   }
   if (out.gpus.empty()) {
@@ -211,22 +223,20 @@ TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
     out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() + "; no GPU known";
     return out;
   }
-  const std::vector<std::string> costs = costs_of(topology, task, out.cpus, out.gpus, all, cpus_of);
-  const CpuSet near = gpu_domain(topology, out.gpus);
-  int spread = 0;
-  if (!near.empty() && !out.cpus.intersects(near))
+  const Costs costs = costs_of(topology, task, out.cpus, out.gpus, all, cpus_of);
+  if (costs.far)
     out.verdict = Verdict::kUnboundFar;
-  else if (straddles(topology, out.cpus, &spread))
+  else if (costs.straddling)
     out.verdict = Verdict::kUnboundStraddling;
-  else if (!sharing_with(task, out.cpus, all, cpus_of).empty())
+  else if (costs.overlapping)
     out.verdict = Verdict::kUnboundOverlapping;
-  else if (near.empty())
+  else if (!costs.locality_known)
     out.verdict = Verdict::kUnknown;  // nearness is not known, so never claimed
   else
     out.verdict = Verdict::kUnboundNear;
-  const char* fine = near.empty() ? ", its GPUs' locality unknown" : ", next to its GPU";
+  const char* fine = costs.locality_known ? ", next to its GPU" : ", its GPUs' locality unknown";
   out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() +
-               (costs.empty() ? std::string(fine) : ": " + joined(costs, ", "));
+               (costs.said.empty() ? std::string(fine) : ": " + joined(costs.said, ", "));
   return out;
 }
 
