@@ -110,6 +110,45 @@ bool by_node_numbers(const std::vector<std::string>& tokens, StepRequest& reques
   return true;
 }
 
+// Under Flux's constrained resources: positions within the job's GPUs here, mapped through R.
+WorkerGpus flux_worker_gpus(const std::string& named, const std::vector<std::string>& tokens,
+                            const FluxJob& flux, StepRequest& request) {
+  WorkerGpus out;
+  if (by_flux_positions(tokens, flux, request)) {
+    out.how = named + ", positions within the Flux job's GPUs here: the node's GPUs " +
+              joined(*flux.gpus) + " (the job's R; FLUX_EXEC_CONSTRAINED_RESOURCES)";
+    return out;
+  }
+  request.unplaced_gpus = tokens;
+  out.how = named + ", by token";
+  out.warning =
+      named + " are positions within the Flux job's GPUs on this node (constrained " +
+      "resources), and " +
+      (flux.gpus ? "the job's R gives " + std::to_string(flux.gpus->size()) + " GPU(s) here"
+                 : flux.error) +
+      ": each worker gets its share of them, but cores are placed without their locality";
+  return out;
+}
+
+// Tokens no rule above placed: the planner places MIG instances and GPU UUIDs (PBS's cgroup
+// hook, Slurm's env_uuid) on the node's GPUs itself and says when it cannot; anything else is
+// shared out without locality, said.
+WorkerGpus by_token(const std::string& named, const std::vector<std::string>& tokens,
+                    StepRequest& request) {
+  WorkerGpus out;
+  request.unplaced_gpus = tokens;
+  out.how = named + ", by token";
+  const bool by_name = std::all_of(tokens.begin(), tokens.end(), [](const std::string& t) {
+    return gpu_tokens::is_mig(t) || gpu_tokens::is_gpu_uuid(t);
+  });
+  if (!by_name) {
+    out.warning = "cannot tell which of the node's GPUs " + named +
+                  " names: each worker gets its share of them, but cores are placed without "
+                  "their locality";
+  }
+  return out;
+}
+
 }  // namespace
 
 WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request, const FluxJob& flux) {
@@ -173,41 +212,13 @@ WorkerGpus worker_gpus(const EnvLookup& env, StepRequest& request, const FluxJob
     out.how = named + ", the node's GPUs " + *job + " (SLURM_JOB_GPUS)";
     return out;
   }
-  if (flux.constrained) {
-    if (by_flux_positions(tokens, flux, request)) {
-      out.how = named + ", positions within the Flux job's GPUs here: the node's GPUs " +
-                joined(*flux.gpus) + " (the job's R; FLUX_EXEC_CONSTRAINED_RESOURCES)";
-      return out;
-    }
-    request.unplaced_gpus = tokens;
-    out.how = named + ", by token";
-    out.warning =
-        named + " are positions within the Flux job's GPUs on this node (constrained " +
-        "resources), and " +
-        (flux.gpus ? "the job's R gives " + std::to_string(flux.gpus->size()) + " GPU(s) here"
-                   : flux.error) +
-        ": each worker gets its share of them, but cores are placed without their "
-        "locality";
-    return out;
-  }
+  if (flux.constrained) return flux_worker_gpus(named, tokens, flux, request);
   // Outside Slurm only: inside a job, a device cgroup may have renumbered them.
   if (!env(slurm::kJobId) && by_node_numbers(tokens, request)) {
     out.how = named + ", the node's GPU numbers";
     return out;
   }
-  request.unplaced_gpus = tokens;
-  out.how = named + ", by token";
-  // The planner places MIG instances and GPU UUIDs (PBS's cgroup hook, Slurm's env_uuid) on the
-  // node's GPUs itself, and says when it cannot.
-  const bool by_name = std::all_of(tokens.begin(), tokens.end(), [](const std::string& t) {
-    return gpu_tokens::is_mig(t) || gpu_tokens::is_gpu_uuid(t);
-  });
-  if (!by_name) {
-    out.warning = "cannot tell which of the node's GPUs " + named +
-                  " names: each worker gets its share of them, but cores are placed without "
-                  "their locality";
-  }
-  return out;
+  return by_token(named, tokens, request);
 }
 
 }  // namespace gpubind::client
