@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "gpubind/protocol/compact.h"
@@ -88,6 +89,7 @@ Result<std::string> read_answer(const std::string& where, uint8_t status, std::s
 struct Attempt {
   Result<std::string> answer;
   bool daemon_gone = false;
+  bool timed_out = false;  // the deadline came first
 };
 
 Attempt try_exchange(const std::string& socket_path, const std::string& frame,
@@ -99,7 +101,7 @@ Attempt try_exchange(const std::string& socket_path, const std::string& frame,
   int connect_errno = 0;
   auto fd = connect_unix(socket_path, deadline, &connect_errno);
   if (!fd) {
-    if (Clock::now() >= deadline) return {too_late()};
+    if (Clock::now() >= deadline) return {too_late(), false, true};
     return {make_error(where + ": daemon unavailable: " + fd.error().message),
             // A socket file nobody listens on is a daemon that died and is coming back; no
             // socket file at all is a node without one (socket activation keeps the file
@@ -113,7 +115,7 @@ Attempt try_exchange(const std::string& socket_path, const std::string& frame,
   // Before the deadline, a Unix socket's send or receive fails only when the daemon closed the
   // connection (EOF, EPIPE, ECONNRESET): it died or dropped it without answering.
   const auto failed = [&](const char* doing, const Error& error) -> Attempt {
-    if (Clock::now() >= deadline) return {too_late()};
+    if (Clock::now() >= deadline) return {too_late(), false, true};
     return {make_error(where + ": " + doing + ": " + error.message), true};
   };
   if (auto sent = send_all(conn.get(), frame.data(), frame.size(), deadline); !sent)
@@ -182,14 +184,19 @@ Result<std::string> exchange(const std::string& socket_path, const std::string& 
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
   const std::string frame = framed(request);
   auto pause = kFirstRetryPause;
+  std::optional<Error> gone;  // why the daemon was last found gone
   for (int tries = 1;; ++tries) {
     Attempt attempt = try_exchange(socket_path, frame, deadline, trust);
     if (attempt.answer) return std::move(attempt.answer);
     const bool retry = attempt.daemon_gone && when_gone == DaemonGone::kRetryInTime;
+    if (attempt.daemon_gone) gone = attempt.answer.error();
     // At most half of what is left, so that the last try still has time to be answered.
     const auto wait = std::min<Clock::duration>(pause, (deadline - Clock::now()) / 2);
-    if (!retry || wait < kShortestRetryPause)
-      return after_tries(attempt.answer.error(), tries, start);
+    if (!retry || wait < kShortestRetryPause) {
+      // A retry the deadline cut short says nothing of the daemon: why it was gone before does.
+      const Error& why = attempt.timed_out && gone ? *gone : attempt.answer.error();
+      return after_tries(why, tries, start);
+    }
     std::this_thread::sleep_for(wait);
     pause = std::min(pause * 2, kLongestRetryPause);
   }

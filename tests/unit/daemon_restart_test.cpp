@@ -233,6 +233,18 @@ TEST_F(DaemonRestartTest, ADaemonThatDropsEveryConnectionCostsTheDeadlineAndNoMo
   EXPECT_GE(daemon.connections(), 2);
 }
 
+// The deadline cuts the last try short (here: a daemon that drops one connection and then holds
+// the next, as a loaded machine can make any retry): why the daemon was gone is what is said.
+TEST_F(DaemonRestartTest, ARetryTheDeadlineCutsShortReportsWhyTheDaemonWasGone) {
+  FakeDaemon daemon(socket_, replies({Reply::kDropAnswered}, Reply::kHold));
+  auto answer = ask(300, DaemonGone::kRetryInTime);
+  ASSERT_FALSE(answer);
+  EXPECT_NE(answer.error().message.find("connection closed ("), std::string::npos)
+      << answer.error().message;
+  expect_within(300);
+  EXPECT_EQ(daemon.connections(), 2);
+}
+
 // A socket file nobody listens on, as a daemon that bound its own socket leaves when it dies.
 void leave_stale_socket(const std::string& path) {
   const int stale = socket(AF_UNIX, SOCK_STREAM, 0);
