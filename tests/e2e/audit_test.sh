@@ -95,12 +95,23 @@ if [[ -z "${GPUBIND_E2E_SLURM:-}" ]]; then
 fi
 cancel_all
 
-# Rank 0 moves a process onto both CPUs (the step's: under ConstrainCores a task cannot leave
-# its step's CPUs, only its own plan).
-job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto bash -c 'sleep 60 & [[ \$SLURM_PROCID != 0 ]] || taskset -pc 0-1 \$! >/dev/null; wait'")
+# Rank 0 runs two threads, one of which moves itself onto both CPUs after launch (the step's:
+# under ConstrainCores a task cannot leave its step's CPUs, only its own plan); the main thread
+# stays where gpubind bound it.
+cat >"$dir/repin.py" <<'PY'
+import os, sys, threading, time
+def mover():
+    os.sched_setaffinity(0, {0, 1})  # this thread alone
+    time.sleep(60)
+if os.environ.get("SLURM_PROCID") == "0":
+    threading.Thread(target=mover, daemon=True).start()
+time.sleep(60)
+PY
+chmod 644 "$dir/repin.py"
+job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto /usr/bin/python3 $dir/repin.py")
 until_audit "$job" "step 0: 2 tasks: 1 as-planned, 1 re-pinned"
-[[ "$out" == *"job $job step 0: 2 tasks: 1 as-planned, 1 re-pinned"* && "$out" =~ rank\ 0\ .*thread\ [0-9]+\ \(sleep\)\ on\ CPUs\ 0-1 ]] &&
-  ok "a process moved to other CPUs after launch: re-pinned, naming its thread" || bad "re-pinned" "$out"
+[[ "$out" == *"job $job step 0: 2 tasks: 1 as-planned, 1 re-pinned"* && "$out" =~ rank\ 0\ .*thread\ [0-9]+\ \(python3\)\ on\ CPUs\ 0-1 ]] &&
+  ok "a thread that moved itself to other CPUs after launch: re-pinned, naming it" || bad "re-pinned" "$out"
 out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf" | sed -n '/rank 0 /,/verdict/p')
 planned=$(sed -nE 's/.*planned: CPUs ([0-9,-]+), GPUs.*/\1/p' <<<"$out")
 [[ -n "$planned" && "$out" == *"now:     "*"0-1 (1 thread)"* && "$out" == *"$planned (1 thread"* &&
