@@ -238,6 +238,11 @@ class ProcTree {
     for (const auto& [tid, cpus] : threads)
       write(dir + "/task/" + std::to_string(tid) + "/status", status(cpus));
   }
+  // A step daemon, titled as slurmstepd titles itself ("slurmstepd: [42.0]").
+  void step_daemon(int pid, const std::string& step, int ppid = 1) {
+    process(pid, "slurmstepd", ppid, 0, "", {{pid, "0-7"}});
+    write("/proc/" + std::to_string(pid) + "/cmdline", "slurmstepd: [" + step + "]" + '\0');
+  }
   const std::string& root() const { return root_; }
 
  private:
@@ -248,14 +253,12 @@ TEST(RunningTasks, StepDaemonsTasksAndTheirProcessesAreRead) {
   ProcTree tree;
   constexpr char kEnv0[] = "SLURM_PROCID=0\0SLURM_LOCALID=0\0GPUBIND_BOUND=1\0HOME=/x\0";
   const std::string env0(kEnv0, sizeof kEnv0 - 1);
-  tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
-  tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0\0\0\0", 22));
+  tree.step_daemon(100, "42.0");
   tree.process(200, "python3", 100, 1000, env0, {{200, "0-3"}, {201, "0-3"}}, "7f N0=10 N1=5\n");
   tree.process(300, "pt_data_worker", 200, 1000, "", {{300, "4-7"}}, "7f N1=7\n");
   tree.process(400, "python3", 100, 2000, std::string("SLURM_PROCID=1\0", 15), {{400, "4-7"}});
   // The extern step's sleep is no task of the job's.
-  tree.process(500, "slurmstepd", 1, 0, "", {{500, "0-7"}});
-  tree.write("/proc/500/cmdline", std::string("slurmstepd: [42.extern]\0", 24));
+  tree.step_daemon(500, "42.extern");
   tree.process(600, "sleep", 500, 1000, "", {{600, "0-7"}});
   tree.process(700, "bash", 1, 1000, "", {{700, "0-7"}});  // no step's
   // slurmstepd's own children: a forked slurmstepd, and a process without a task's rank.
@@ -303,8 +306,7 @@ TEST(ProcFormats, TheDeviceCgroupAsCgroupV1WritesIt) {
 TEST(RunningTasks, ATasksDeviceRulesAndEachGpusDeviceNodesAreRead) {
   ProcTree tree;
   constexpr char kEnv[] = "SLURM_PROCID=0\0";
-  tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
-  tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0", 19));
+  tree.step_daemon(100, "42.0");
   tree.process(200, "python3", 100, 1000, std::string(kEnv, sizeof kEnv - 1), {{200, "0-3"}});
   tree.write("/proc/mounts", "cgroup /sys/fs/cgroup/devices cgroup rw,devices 0 0\n");
   tree.write("/proc/200/cgroup", "4:devices:/slurm/uid_1000/job_42/step_0/task_0\n");
@@ -335,12 +337,10 @@ TEST(RunningTasks, ATaskThatEndedWhileReadAndAReusedPidAreNoTaskToJudge) {
   constexpr char kEnv[] = "SLURM_PROCID=0\0GPUBIND_BOUND=1\0";
   const std::string env(kEnv, sizeof kEnv - 1);
   // Its environment was read, then it ended: no thread left to read.
-  tree.process(100, "slurmstepd", 1, 0, "", {{100, "0-7"}});
-  tree.write("/proc/100/cmdline", std::string("slurmstepd: [42.0]\0", 19));
+  tree.step_daemon(100, "42.0");
   tree.process(200, "python3", 100, 1000, env, {});
   // A step daemon whose parent pid is now its own task's (a pid reused while /proc was read).
-  tree.process(300, "slurmstepd", 400, 0, "", {{300, "0-7"}});
-  tree.write("/proc/300/cmdline", std::string("slurmstepd: [43.0]\0", 19));
+  tree.step_daemon(300, "43.0", 400);
   tree.process(400, "python3", 300, 1000, env, {{400, "0-3"}});
   const RunningTasks read = read_running_tasks(tree.root(), {});
   ASSERT_EQ(read.tasks.size(), 1u);
