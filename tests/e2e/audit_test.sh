@@ -97,20 +97,21 @@ cancel_all
 
 # Rank 0 runs two threads, one of which moves itself onto both CPUs after launch (the step's:
 # under ConstrainCores a task cannot leave its step's CPUs, only its own plan); the main thread
-# stays where gpubind bound it.
+# stays where gpubind bound it. (Python 3.13 and later give the thread's own name to the
+# kernel, earlier ones leave it python3's.)
 cat >"$dir/repin.py" <<'PY'
 import os, sys, threading, time
 def mover():
     os.sched_setaffinity(0, {0, 1})  # this thread alone
     time.sleep(60)
 if os.environ.get("SLURM_PROCID") == "0":
-    threading.Thread(target=mover, daemon=True).start()
+    threading.Thread(target=mover, name="mover", daemon=True).start()
 time.sleep(60)
 PY
 chmod 644 "$dir/repin.py"
 job=$(submit -n2 --gpus=2 -- "srun --gpu-bind-auto /usr/bin/python3 $dir/repin.py")
 until_audit "$job" "step 0: 2 tasks: 1 as-planned, 1 re-pinned"
-[[ "$out" == *"job $job step 0: 2 tasks: 1 as-planned, 1 re-pinned"* && "$out" =~ rank\ 0\ .*thread\ [0-9]+\ \(python3\)\ on\ CPUs\ 0-1 ]] &&
+[[ "$out" == *"job $job step 0: 2 tasks: 1 as-planned, 1 re-pinned"* && "$out" =~ rank\ 0\ .*thread\ [0-9]+\ \((python3|mover)\)\ on\ CPUs\ 0-1 ]] &&
   ok "a thread that moved itself to other CPUs after launch: re-pinned, naming it" || bad "re-pinned" "$out"
 out=$("$ctl" explain --job "$job" --policy "$dir/etc/policy.conf" | sed -n '/rank 0 /,/verdict/p')
 planned=$(sed -nE 's/.*planned: CPUs ([0-9,-]+), GPUs.*/\1/p' <<<"$out")
