@@ -102,14 +102,34 @@ std::string task_name(const TaskFacts& task) {
          (task.rank >= 0 ? " rank " + std::to_string(task.rank) : "");
 }
 
+// What every task is judged against, read once: the node, every task running on it (with the
+// union of its threads' CPUs) and its GPUs' device nodes.
+struct Scene {
+  const Topology& topology;
+  const std::vector<TaskFacts>& all;
+  const GpuDevices& gpu_devices;
+  std::map<const TaskFacts*, CpuSet> cpus_of;
+  std::set<int> numas_with_cpus;  // the NUMA nodes (Linux numbers) that have CPUs
+
+  Scene(const Topology& t, const std::vector<TaskFacts>& tasks, const GpuDevices& devices)
+      : topology(t), all(tasks), gpu_devices(devices) {
+    for (const TaskFacts& task : tasks) {
+      CpuSet cpus;
+      for (const ThreadFacts& thread : task.threads)
+        cpus |= thread.cpus;
+      cpus_of[&task] = cpus;
+    }
+    numas_with_cpus = domains_of(t, t.all_pus()).numas;
+  }
+};
+
 // Other tasks whose CPUs meet `cpus`, named.
-std::vector<std::string> sharing_with(const TaskFacts& self, const CpuSet& cpus,
-                                      const std::vector<TaskFacts>& all,
-                                      const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+std::vector<std::string> sharing_with(const Scene& scene, const TaskFacts& self,
+                                      const CpuSet& cpus) {
   std::vector<std::string> names;
-  for (const TaskFacts& other : all) {
+  for (const TaskFacts& other : scene.all) {
     if (&other == &self) continue;
-    if (cpus.intersects(cpus_of.at(&other))) names.push_back(task_name(other));
+    if (cpus.intersects(scene.cpus_of.at(&other))) names.push_back(task_name(other));
   }
   return names;
 }
@@ -123,9 +143,8 @@ std::string listed(const std::vector<std::string>& names) {
   return text;
 }
 
-// What running on `cpus` costs a task with GPUs `gpus`: off its GPUs' domain, across domains,
-// on another task's cores. Empty: nothing.
-// What running on `cpus` costs a task with `gpus`, each cost said in words.
+// What running on `cpus` costs a task with `gpus`: off its GPUs' domain, across domains, on
+// another task's cores; each cost said in words.
 struct Costs {
   bool locality_known = false;  // its GPUs' domain is known
   bool far = false;             // none of the CPUs in it
@@ -134,11 +153,10 @@ struct Costs {
   std::vector<std::string> said;
 };
 
-Costs costs_of(const Topology& topology, const TaskFacts& task, const CpuSet& cpus,
-               const std::vector<int>& gpus, const std::vector<TaskFacts>& all,
-               const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+Costs costs_of(const Scene& scene, const TaskFacts& task, const CpuSet& cpus,
+               const std::vector<int>& gpus) {
   Costs costs;
-  const CpuSet near = gpu_domain(topology, gpus);
+  const CpuSet near = gpu_domain(scene.topology, gpus);
   costs.locality_known = !near.empty();
   if (costs.locality_known) {
     const int off = cpus.minus(near).count();
@@ -150,10 +168,10 @@ Costs costs_of(const Topology& topology, const TaskFacts& task, const CpuSet& cp
                            " CPUs are off its GPU's domain");
   }
   int spread = 0;
-  costs.straddling = straddles(topology, cpus, &spread);
+  costs.straddling = straddles(scene.topology, cpus, &spread);
   if (costs.straddling)
     costs.said.push_back("spread over " + std::to_string(spread) + " domains (L3 or NUMA)");
-  const std::vector<std::string> others = sharing_with(task, cpus, all, cpus_of);
+  const std::vector<std::string> others = sharing_with(scene, task, cpus);
   costs.overlapping = !others.empty();
   if (costs.overlapping) costs.said.push_back("shares cores with " + listed(others));
   return costs;
@@ -169,12 +187,11 @@ std::string joined(const std::vector<std::string>& parts, const char* separator)
 // Remote: on a NUMA node with CPUs other than those of the task's CPUs. A node without CPUs
 // (a GPU's memory as a NUMA node: GH200, MI300A; CXL memory) is where the task's GPU or the
 // site put that memory on purpose: counted in neither share.
-void judge_memory(const Topology& topology, const TaskFacts& task, TaskAudit& out) {
+void judge_memory(const Scene& scene, const TaskFacts& task, TaskAudit& out) {
   int64_t total = 0, remote = 0;
-  const std::set<int> local = domains_of(topology, out.cpus).numas;
-  const std::set<int> with_cpus = domains_of(topology, topology.all_pus()).numas;
+  const std::set<int> local = domains_of(scene.topology, out.cpus).numas;
   for (const auto& [node, pages] : task.pages_per_numa) {
-    if (!with_cpus.count(node)) continue;
+    if (!scene.numas_with_cpus.count(node)) continue;
     total += pages;
     if (!local.count(node)) remote += pages;
   }
@@ -184,14 +201,12 @@ void judge_memory(const Topology& topology, const TaskFacts& task, TaskAudit& ou
 }
 
 // Judged on `gpus`: against its record where gpubind bound it, else the planner's rules.
-TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
-                        const std::vector<int>& gpus, const std::vector<TaskFacts>& all,
-                        const std::map<const TaskFacts*, CpuSet>& cpus_of) {
+TaskAudit judge_binding(const Scene& scene, const TaskFacts& task, const std::vector<int>& gpus) {
   TaskAudit out;
   out.task = &task;
-  out.cpus = cpus_of.at(&task);
+  out.cpus = scene.cpus_of.at(&task);
   out.gpus = gpus;
-  judge_memory(topology, task, out);
+  judge_memory(scene, task, out);
   if (bound_by_gpubind(task)) {
     const auto planned = CpuSet::parse_list(env_or(task, "GPUBIND_CPUS"));
     if (!planned || planned->empty()) {
@@ -214,7 +229,7 @@ TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
     }
     out.verdict = Verdict::kRepinned;
     out.reason = "planned on CPUs " + planned->to_list() + "; " + listed(moved);
-    const Costs costs = costs_of(topology, task, moved_cpus, out.gpus, all, cpus_of);
+    const Costs costs = costs_of(scene, task, moved_cpus, out.gpus);
     if (!costs.said.empty()) out.reason += ": " + joined(costs.said, ", ");
     return out;
   }
@@ -223,7 +238,7 @@ TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
     out.reason = "not bound by gpubind, on CPUs " + out.cpus.to_list() + "; no GPU known";
     return out;
   }
-  const Costs costs = costs_of(topology, task, out.cpus, out.gpus, all, cpus_of);
+  const Costs costs = costs_of(scene, task, out.cpus, out.gpus);
   if (costs.far)
     out.verdict = Verdict::kUnboundFar;
   else if (costs.straddling)
@@ -242,15 +257,15 @@ TaskAudit judge_binding(const Topology& topology, const TaskFacts& task,
 
 // What its device cgroup lets it open, where known: its GPUs where its variables name none (a
 // task under ConstrainDevices may open its own alone), and any GPU of its own it may not open.
-TaskAudit judge(const Topology& topology, const TaskFacts& task, const std::vector<TaskFacts>& all,
-                const std::map<const TaskFacts*, CpuSet>& cpus_of, const GpuDevices& gpu_devices) {
-  std::vector<int> gpus = gpus_of(topology, task);
+TaskAudit judge(const Scene& scene, const TaskFacts& task) {
+  const GpuDevices& gpu_devices = scene.gpu_devices;
+  std::vector<int> gpus = gpus_of(scene.topology, task);
   std::optional<std::vector<int>> allowed;
   if (task.device_rules && !gpu_devices.empty()) {
     allowed = gpus_allowed_by(*task.device_rules, gpu_devices);
     if (gpus.empty() && allowed->size() < gpu_devices.size()) gpus = *allowed;
   }
-  TaskAudit out = judge_binding(topology, task, gpus, all, cpus_of);
+  TaskAudit out = judge_binding(scene, task, gpus);
   out.gpus_allowed = allowed;
   if (!allowed) return out;
   std::vector<std::string> barred;
@@ -301,13 +316,7 @@ std::vector<int> gpus_allowed_by(const std::vector<DeviceRule>& rules, const Gpu
 
 std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<TaskFacts>& tasks,
                                    const GpuDevices& gpu_devices) {
-  std::map<const TaskFacts*, CpuSet> cpus_of;
-  for (const TaskFacts& task : tasks) {
-    CpuSet cpus;
-    for (const ThreadFacts& thread : task.threads)
-      cpus |= thread.cpus;
-    cpus_of[&task] = cpus;
-  }
+  const Scene scene(topology, tasks, gpu_devices);
   // A step's tasks on one node: one step daemon each (several slurmd on one machine run a
   // step's tasks of each node under its own).
   std::map<std::tuple<std::string, std::string, std::string>, StepAudit> steps;
@@ -318,7 +327,7 @@ std::vector<StepAudit> audit_tasks(const Topology& topology, const std::vector<T
     step.step = task.step;
     step.node = node;
     step.uid = task.uid;
-    step.tasks.push_back(judge(topology, task, tasks, cpus_of, gpu_devices));
+    step.tasks.push_back(judge(scene, task));
   }
   std::vector<StepAudit> out;
   for (auto& [key, step] : steps) {

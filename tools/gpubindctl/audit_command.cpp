@@ -185,6 +185,25 @@ int print_admin_comment(const std::string& job, const std::string& dir) {
   return kExitOk;
 }
 
+// A variable of the task's record, as the task's own environment holds it (its user may have
+// written anything there): printable, and cut.
+std::string record_of(const audit::TaskFacts& task, const std::string& name) {
+  const auto found = task.env.find(name);
+  return found == task.env.end() || found->second.empty() ? "-" : excerpt(found->second, 256);
+}
+
+// What a task's threads run on now, CPU set by CPU set: "0-7 (3 threads), 0-63 (1)".
+std::string threads_now(const audit::TaskFacts& task) {
+  std::map<std::string, int> by_cpus;
+  for (const audit::ThreadFacts& thread : task.threads)
+    ++by_cpus[thread.cpus.to_list()];
+  std::string text;
+  for (const auto& [cpus, count] : by_cpus)
+    text += (text.empty() ? "" : ", ") + cpus + " (" + std::to_string(count) +
+            (count == 1 ? " thread)" : " threads)");
+  return text;
+}
+
 }  // namespace
 
 AuditMetrics audit_metrics(const Args& args) {
@@ -213,29 +232,6 @@ AuditMetrics audit_metrics(const Args& args) {
   if (const auto dir = args.get("record")) result.recorded = record_jobs(*dir, steps);
   return result;
 }
-
-namespace {
-
-// A variable of the task's record, as the task's own environment holds it (its user may have
-// written anything there): printable, and cut.
-std::string record_of(const audit::TaskFacts& task, const std::string& name) {
-  const auto found = task.env.find(name);
-  return found == task.env.end() || found->second.empty() ? "-" : excerpt(found->second, 256);
-}
-
-// What a task's threads run on now, CPU set by CPU set: "0-7 (3 threads), 0-63 (1)".
-std::string threads_now(const audit::TaskFacts& task) {
-  std::map<std::string, int> by_cpus;
-  for (const audit::ThreadFacts& thread : task.threads)
-    ++by_cpus[thread.cpus.to_list()];
-  std::string text;
-  for (const auto& [cpus, count] : by_cpus)
-    text += (text.empty() ? "" : ", ") + cpus + " (" + std::to_string(count) +
-            (count == 1 ? " thread)" : " threads)");
-  return text;
-}
-
-}  // namespace
 
 int run_explain_job(const Args& args) {
   const std::string job = *args.get("job");
